@@ -197,8 +197,10 @@ def integer_macros(args, headers, names):
             return set()
         body = tu_text(headers)
         first = body.count("\n") + 1
-        body += "".join("static const long long probe_%d = (long long)(%s);\n" % (i, n)
-                        for i, n in enumerate(names))
+        # An integer constant expression, not merely an address constant
+        # (a string macro cast to long long would be accepted otherwise).
+        body += "".join("_Static_assert(((long long)(%s)) || 1, \"\");\n" % n
+                        for n in names)
         with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as f:
             f.write(body)
             probe = f.name
