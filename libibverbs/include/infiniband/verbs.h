@@ -539,8 +539,9 @@ enum {
 				IBV_WC_EX_WITH_DLID_PATH_BITS
 };
 
+/* The int cast keeps C++20 from warning about or-ing two enum types. */
 enum {
-	IBV_CREATE_CQ_SUP_WC_FLAGS = IBV_WC_STANDARD_FLAGS |
+	IBV_CREATE_CQ_SUP_WC_FLAGS = (int)IBV_WC_STANDARD_FLAGS |
 				     IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
 				     IBV_WC_EX_WITH_CVLAN |
 				     IBV_WC_EX_WITH_FLOW_TAG |
