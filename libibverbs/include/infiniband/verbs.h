@@ -2399,7 +2399,8 @@ struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
  * ibv_reg_mr() and ibv_reg_mr_iova() are macros: when the access flags are
  * a compile-time constant without optional bits, the original symbol is
  * called (so the program still runs on old libraries); anything else goes
- * to ibv_reg_mr_iova2().
+ * to ibv_reg_mr_iova2(). (The int cast only spares C++20 callers an
+ * enum-enum warning when they pass IBV_ACCESS_* flags.)
  */
 __attribute__((__always_inline__)) static inline struct ibv_mr *
 __ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, unsigned int access,
@@ -2413,7 +2414,7 @@ __ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, unsigned int access,
 #define ibv_reg_mr(pd, addr, length, access) \
 	__ibv_reg_mr(pd, addr, length, access, \
 		     __builtin_constant_p( \
-			     ((access) & IBV_ACCESS_OPTIONAL_RANGE) == 0))
+			     ((access) & (int)IBV_ACCESS_OPTIONAL_RANGE) == 0))
 
 struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 			       uint64_t iova, int access);
@@ -2430,7 +2431,7 @@ __ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 #define ibv_reg_mr_iova(pd, addr, length, iova, access) \
 	__ibv_reg_mr_iova(pd, addr, length, iova, access, \
 			  __builtin_constant_p( \
-				  ((access) & IBV_ACCESS_OPTIONAL_RANGE) == 0))
+				  ((access) & (int)IBV_ACCESS_OPTIONAL_RANGE) == 0))
 
 struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 				 size_t length, uint64_t iova, int fd,
