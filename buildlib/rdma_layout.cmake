@@ -75,7 +75,9 @@ function(rdma_layout_test)
       COMMAND ${Python3_EXECUTABLE} ${RDMA_LAYOUT_TOOL} table
               --clang ${RDMA_LAYOUT_CLANG} ${args}
               --symbol ${symbol} --output ${dir}/${side}.c
+              --depfile ${dir}/${side}.d
       DEPENDS ${deps}
+      DEPFILE ${dir}/${side}.d
       COMMENT "Generating ${side} layout table for ${LT_NAME}"
       VERBATIM)
 
