@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# cmake -DREF=<exe> -DOURS=<exe> -P compare_traces.cmake
+# Runs both trace programs and fails at the first line where they differ.
+
+foreach(side REF OURS)
+  execute_process(COMMAND ${${side}} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${${side}} exited with ${rc}")
+  endif()
+  # Lists are ';'-separated, so protect the trace's own semicolons first.
+  string(REPLACE ";" "," out "${out}")
+  string(REPLACE "\n" ";" ${side}_lines "${out}")
+endforeach()
+
+list(LENGTH REF_lines n_ref)
+list(LENGTH OURS_lines n_ours)
+if(n_ref EQUAL 0)
+  message(FATAL_ERROR "the reference trace is empty")
+endif()
+math(EXPR last "${n_ref} - 1")
+foreach(i RANGE ${last})
+  list(GET REF_lines ${i} want)
+  if(i LESS n_ours)
+    list(GET OURS_lines ${i} got)
+  else()
+    set(got "<end of trace>")
+  endif()
+  if(NOT want STREQUAL got)
+    math(EXPR line "${i} + 1")
+    message(FATAL_ERROR "trace line ${line} differs\n  reference: ${want}\n  ours:      ${got}")
+  endif()
+endforeach()
+if(NOT n_ref EQUAL n_ours)
+  message(FATAL_ERROR "trace lengths differ: reference ${n_ref}, ours ${n_ours}")
+endif()
+message(STATUS "inline traces identical (${n_ref} lines)")
