@@ -1,0 +1,29 @@
+# Shared CMake helpers for the project's libraries, providers and programs.
+
+# rdma_public_headers(SUBDIR hdr...): copy headers into build/include/SUBDIR
+# (as they are installed) and install them.
+function(rdma_public_headers subdir)
+  foreach(h ${ARGN})
+    get_filename_component(name ${h} NAME)
+    configure_file(${h} ${RDMA_BUILD_INCLUDE}/${subdir}/${name} COPYONLY)
+    install(FILES ${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${subdir})
+  endforeach()
+endfunction()
+
+# rdma_shared_library(TARGET SONAME_MAJOR VERSION MAPFILE src...): a public
+# shared library with a linker version script (the reference's nodes).
+function(rdma_shared_library target somajor version mapfile)
+  add_library(${target} SHARED ${ARGN})
+  set_target_properties(${target} PROPERTIES
+    SOVERSION ${somajor} VERSION ${version}
+    LINK_DEPENDS ${mapfile})
+  target_link_options(${target} PRIVATE
+    "LINKER:--version-script=${mapfile}" "LINKER:--no-undefined" "LINKER:-z,defs")
+  install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endfunction()
+
+# rdma_executable(TARGET src...): an installed program.
+function(rdma_executable target)
+  add_executable(${target} ${ARGN})
+  install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endfunction()

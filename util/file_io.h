@@ -1,0 +1,31 @@
+// Small file helpers that go through plain open/read/close, so that
+// LD_PRELOAD shims wrapping those calls (ibsim's umad2sim) see every access.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace rdma {
+
+// Read a whole (small) file. Errors carry errno.
+Result<std::string> read_file(const std::string& path);
+
+// Read a sysfs attribute: the file's text with trailing newlines removed.
+Result<std::string> read_sysfs_attr(const std::string& path);
+
+// Names of the entries of a directory, "." and ".." excluded, sorted.
+Result<std::vector<std::string>> list_dir(const std::string& path);
+
+// Parse helpers: whole string must be consumed (surrounding space allowed).
+std::optional<uint64_t> parse_u64(std::string_view s, int base = 10);
+std::optional<int64_t> parse_i64(std::string_view s, int base = 10);
+
+// "a8ee:47ff:fef3:e393" (sysfs GUID format) -> host-order value.
+std::optional<uint64_t> parse_guid(std::string_view s);
+
+}  // namespace rdma
