@@ -1,0 +1,281 @@
+// Device list, device and context objects, and the entry points that open,
+// close and name devices.
+#include "libibverbs/ibverbs.h"
+#include "util/file_io.h"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <endian.h>
+#include <mutex>
+
+namespace rdma::verbs {
+
+// ------------------------------------------------------------------ Device
+
+Device::Device(const Provider& provider, const SysfsDevice& sysfs) : provider_(provider), sysfs_(sysfs) {
+    wrap_.self = this;
+    ibv_device& d = wrap_.dev;
+    int nt = IBV_NODE_UNKNOWN;
+    if (auto v = read_sysfs_attr(sysfs.ibdev_path + "/node_type")) {
+        nt = static_cast<int>(std::strtol(v.value().c_str(), nullptr, 10));
+        if (nt < IBV_NODE_CA || nt > IBV_NODE_USNIC_UDP)
+            nt = IBV_NODE_UNKNOWN;
+    } else {
+        fprintf(stderr, "%sWarning: no node_type attr under %s.\n", kLogPrefix, sysfs.ibdev_path.c_str());
+    }
+    d.node_type = static_cast<ibv_node_type>(nt);
+    switch (d.node_type) {
+    case IBV_NODE_CA:
+    case IBV_NODE_SWITCH:
+    case IBV_NODE_ROUTER: d.transport_type = IBV_TRANSPORT_IB; break;
+    case IBV_NODE_RNIC: d.transport_type = IBV_TRANSPORT_IWARP; break;
+    case IBV_NODE_USNIC: d.transport_type = IBV_TRANSPORT_USNIC; break;
+    case IBV_NODE_USNIC_UDP: d.transport_type = IBV_TRANSPORT_USNIC_UDP; break;
+    default: d.transport_type = IBV_TRANSPORT_UNKNOWN; break;
+    }
+    auto put = [](char* dst, size_t n, const std::string& s) { snprintf(dst, n, "%s", s.c_str()); };
+    put(d.dev_name, sizeof(d.dev_name), sysfs.sysfs_name);
+    put(d.dev_path, sizeof(d.dev_path), sysfs.sysfs_path);
+    put(d.name, sizeof(d.name), sysfs.ibdev_name);
+    put(d.ibdev_path, sizeof(d.ibdev_path), sysfs.ibdev_path);
+}
+
+Device::~Device() = default;
+
+// ------------------------------------------------------------- device list
+
+namespace {
+
+std::mutex g_list_mutex;
+std::vector<Device*> g_devices;  // each entry holds one reference
+bool g_initialized = false;
+
+void drop(Device* d) {
+    if (d->put())
+        delete d;
+}
+
+bool same_device(const SysfsDevice& a, const SysfsDevice& b) {
+    return a.sysfs_name == b.sysfs_name && a.ibdev_name == b.ibdev_name &&
+           a.time_created.tv_sec == b.time_created.tv_sec && a.time_created.tv_nsec == b.time_created.tv_nsec;
+}
+
+const MatchEntry* match(const Provider& p, const SysfsDevice& d) {
+    const std::string alias = "rdma_device:N" + d.ibdev_name;
+    for (const MatchEntry& m : p.match_table)
+        if (m.kind == MatchKind::DriverId && d.driver_id && m.driver_id == d.driver_id)
+            return &m;
+    for (const MatchEntry& m : p.match_table)
+        if (m.kind == MatchKind::Modalias && fnmatch(m.modalias, alias.c_str(), 0) == 0)
+            return &m;
+    if (d.modalias.empty())
+        return nullptr;
+    for (const MatchEntry& m : p.match_table) {
+        if (m.kind == MatchKind::Modalias && fnmatch(m.modalias, d.modalias.c_str(), 0) == 0)
+            return &m;
+        if (m.kind == MatchKind::Pci) {
+            char pat[64];
+            snprintf(pat, sizeof(pat), "pci:v%08Xd%08Xsv*", m.vendor, m.device);
+            if (fnmatch(pat, d.modalias.c_str(), 0) == 0)
+                return &m;
+        }
+    }
+    return nullptr;
+}
+
+Device* try_providers(const SysfsDevice& d) {
+    for (const Provider* p : providers()) {
+        const MatchEntry* m = match(*p, d);
+        if (!m)
+            continue;
+        if (d.abi_ver < p->min_abi || d.abi_ver > p->max_abi) {
+            fprintf(stderr,
+                    "%sWarning: Driver %s does not support the kernel ABI of %d (supports %d to %d) for device %s\n",
+                    kLogPrefix, p->name, d.abi_ver, p->min_abi, p->max_abi, d.ibdev_path.c_str());
+            continue;
+        }
+        Device* dev = nullptr;
+        try {
+            dev = p->alloc_device(d, m);
+        } catch (...) {
+            dev = nullptr;
+        }
+        if (!dev)
+            fprintf(stderr, "%sFatal: couldn't allocate device for %s\n", kLogPrefix, d.ibdev_path.c_str());
+        return dev;
+    }
+    if (getenv("IBV_SHOW_WARNINGS"))
+        fprintf(stderr, "%sWarning: no userspace device-specific driver found for %s\n", kLogPrefix,
+                d.sysfs_path.c_str());
+    return nullptr;
+}
+
+// Bring g_devices in line with the kernel. Caller holds g_list_mutex.
+int refresh_locked() {
+    if (!g_initialized) {
+        if (getenv("RDMAV_FORK_SAFE") || getenv("IBV_FORK_SAFE"))
+            ibv_fork_init();
+        load_providers();
+        g_initialized = true;
+    }
+    std::vector<SysfsDevice> found;
+    if (int e = discover_devices(found))
+        return e;
+    std::vector<Device*> next;
+    for (SysfsDevice& s : found) {
+        Device* keep = nullptr;
+        for (Device*& old : g_devices)
+            if (old && same_device(old->sysfs(), s)) {
+                keep = old;
+                old = nullptr;
+                break;
+            }
+        if (!keep)
+            keep = try_providers(s);
+        if (keep)
+            next.push_back(keep);
+    }
+    for (Device* gone : g_devices)
+        if (gone)
+            drop(gone);
+    g_devices = std::move(next);
+    return 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Context
+
+Context::Context(Device& device, int cmd_fd) : device_(device) {
+    wrap_.self = this;
+    ibv_context& c = wrap_.vctx.context;
+    c.device = device.ibv();
+    c.cmd_fd = cmd_fd;
+    c.async_fd = -1;
+    c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+    pthread_mutex_init(&c.mutex, nullptr);
+    wrap_.vctx.sz = sizeof(verbs_context);
+    driver_id_ = device.sysfs().driver_id;
+    for (const MatchEntry& m : device.provider().match_table)
+        if (!driver_id_ && m.kind == MatchKind::DriverId)
+            driver_id_ = m.driver_id;
+    install_trampolines();
+    device.get();
+}
+
+Context::~Context() {
+    ibv_context& c = wrap_.vctx.context;
+    if (c.async_fd >= 0)
+        ::close(c.async_fd);
+    if (c.cmd_fd >= 0)
+        ::close(c.cmd_fd);
+    pthread_mutex_destroy(&c.mutex);
+    if (device_.put())
+        delete &device_;
+}
+
+Context* Context::from(ibv_context* c) {
+    auto* v = reinterpret_cast<verbs_context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
+    return reinterpret_cast<Wrap*>(v)->self;
+}
+
+void format_fw_ver(uint64_t raw, char* out, size_t len) {
+    snprintf(out, len, "%d.%d.%d", static_cast<int>((raw >> 32) & 0xffff), static_cast<int>((raw >> 16) & 0xffff),
+             static_cast<int>(raw & 0xffff));
+}
+
+}  // namespace rdma::verbs
+
+using namespace rdma::verbs;
+
+// ------------------------------------------------------------ C entry points
+
+extern "C" {
+
+RDMA_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
+    if (num_devices)
+        *num_devices = 0;
+    std::lock_guard lock(g_list_mutex);
+    if (int e = refresh_locked()) {
+        errno = e;
+        return nullptr;
+    }
+    auto** list = static_cast<ibv_device**>(calloc(g_devices.size() + 1, sizeof(ibv_device*)));
+    if (!list) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    size_t n = 0;
+    for (Device* d : g_devices) {
+        d->get();
+        list[n++] = d->ibv();
+    }
+    if (num_devices)
+        *num_devices = static_cast<int>(n);
+    return list;
+}
+
+RDMA_EXPORT void ibv_free_device_list(ibv_device** list) {
+    if (!list)
+        return;
+    std::lock_guard lock(g_list_mutex);
+    for (ibv_device** p = list; *p; ++p)
+        drop(Device::from(*p));
+    free(list);
+}
+
+RDMA_EXPORT const char* ibv_get_device_name(ibv_device* device) {
+    return device ? device->name : nullptr;
+}
+
+RDMA_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
+    Device* d = Device::from(device);
+    uint64_t guid = 0;
+    if (auto g = rdma::read_sysfs_attr(d->sysfs().ibdev_path + "/node_guid")) {
+        if (auto v = rdma::parse_guid(g.value()))
+            guid = *v;
+    } else if (d->sysfs().have_node_guid) {
+        guid = d->sysfs().node_guid;
+    }
+    return htobe64(guid);
+}
+
+RDMA_EXPORT int ibv_get_device_index(ibv_device* device) {
+    const SysfsDevice& s = Device::from(device)->sysfs();
+    return s.ibdev_index == UINT32_MAX ? -1 : static_cast<int>(s.ibdev_index);
+}
+
+RDMA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
+    Device* d = Device::from(device);
+    const std::string path = "/dev/infiniband/" + d->sysfs().sysfs_name;
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return nullptr;
+    Context* ctx = nullptr;
+    try {
+        ctx = d->open_context(fd, nullptr);
+    } catch (const std::bad_alloc&) {
+        errno = ENOMEM;
+    } catch (...) {
+        errno = EIO;
+    }
+    if (!ctx) {
+        int e = errno ? errno : EIO;
+        ::close(fd);
+        errno = e;
+        return nullptr;
+    }
+    return ctx->ibv();
+}
+
+RDMA_EXPORT int ibv_close_device(ibv_context* context) {
+    delete Context::from(context);
+    return 0;
+}
+
+}  // extern "C"

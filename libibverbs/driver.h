@@ -1,0 +1,149 @@
+// The private interface between libibverbs and its provider plugins.
+//
+// This is ours, not upstream's: C++, versioned as a whole by the
+// IBVERBS_PRIVATE_CXX_<N> node and by the plugin file suffix
+// (lib<name>-rdmav<N>.so), so a plugin built for another revision is
+// refused at dlopen time instead of misbehaving.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <sys/types.h>
+#include <time.h>
+
+#define RDMA_EXPORT __attribute__((visibility("default")))
+
+namespace rdma::verbs {
+
+// What discovery learned about one uverbs device before any provider saw it.
+struct SysfsDevice {
+    std::string ibdev_name;   // "rxe0"
+    std::string sysfs_name;   // "uverbs0"
+    std::string sysfs_path;   // <sysfs>/class/infiniband_verbs/uverbs0
+    std::string ibdev_path;   // <sysfs>/class/infiniband/rxe0
+    std::string modalias;     // device/modalias, may be empty
+    uint32_t ibdev_index = UINT32_MAX;  // kernel device index, if known
+    uint32_t driver_id = 0;   // RDMA_DRIVER_*, 0 (unknown) without netlink
+    uint64_t node_guid = 0;   // host order
+    bool have_node_guid = false;
+    int abi_ver = 0;
+    dev_t cdev = 0;
+    struct timespec time_created = {};
+};
+
+enum class MatchKind : uint8_t { Sentinel, DriverId, Modalias, Pci };
+
+struct MatchEntry {
+    MatchKind kind;
+    uint32_t driver_id;      // DriverId
+    const char* modalias;    // Modalias (fnmatch pattern)
+    uint16_t vendor, device; // Pci
+    const void* driver_data;
+};
+
+constexpr MatchEntry match_driver_id(uint32_t id) { return {MatchKind::DriverId, id, nullptr, 0, 0, nullptr}; }
+constexpr MatchEntry match_modalias(const char* pattern) { return {MatchKind::Modalias, 0, pattern, 0, 0, nullptr}; }
+constexpr MatchEntry match_pci(uint16_t v, uint16_t d, const void* data = nullptr) {
+    return {MatchKind::Pci, 0, nullptr, v, d, data};
+}
+
+class Context;
+class Device;
+
+// A provider plugin registers one of these from a static constructor.
+struct Provider {
+    const char* name;
+    int min_abi;
+    int max_abi;
+    std::span<const MatchEntry> match_table;
+    // Called for every matched device; returns a new Device or nullptr.
+    Device* (*alloc_device)(const SysfsDevice& sysfs, const MatchEntry* match);
+};
+
+RDMA_EXPORT void register_provider(const Provider& provider);
+
+// One RDMA device known to the library. The public struct ibv_device is
+// embedded; applications only ever see a pointer to it.
+class RDMA_EXPORT Device {
+public:
+    Device(const Provider& provider, const SysfsDevice& sysfs);
+    virtual ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    // Open a context on an already opened command fd (ownership of cmd_fd
+    // passes to the returned context; on failure, errno is set and the
+    // caller closes the fd).
+    virtual Context* open_context(int cmd_fd, void* private_data) = 0;
+
+    ibv_device* ibv() { return &wrap_.dev; }
+    static Device* from(ibv_device* d) { return reinterpret_cast<Wrap*>(d)->self; }
+
+    const Provider& provider() const { return provider_; }
+    const SysfsDevice& sysfs() const { return sysfs_; }
+    void set_sysfs(const SysfsDevice& s) { sysfs_ = s; }
+
+    void get() { refs_.fetch_add(1, std::memory_order_relaxed); }
+    bool put() { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
+private:
+    struct Wrap {
+        ibv_device dev;  // must stay first
+        Device* self;
+    } wrap_{};
+    const Provider& provider_;
+    SysfsDevice sysfs_;
+    std::atomic<int> refs_{1};
+};
+
+// An open device context. verbs_context (and inside it ibv_context) is
+// embedded; every op libibverbs dispatches is a virtual here with a default
+// that answers EOPNOTSUPP, so a provider overrides only what it supports.
+// Data-path ops (post_send, poll_cq, ...) are plain C function pointers the
+// provider stores in ibv()->ops directly: no virtual call on the fast path.
+class RDMA_EXPORT Context {
+public:
+    Context(Device& device, int cmd_fd);
+    virtual ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    ibv_context* ibv() { return &wrap_.vctx.context; }
+    verbs_context* vctx() { return &wrap_.vctx; }
+    Device& device() { return device_; }
+    int cmd_fd() const { return wrap_.vctx.context.cmd_fd; }
+    // The kernel refuses an ioctl whose header names another driver.
+    uint32_t driver_id() const { return driver_id_; }
+    static Context* from(ibv_context* c);
+
+    // Run the kernel's GET_CONTEXT (ioctl, write fallback) with optional
+    // driver data; fills async_fd and num_comp_vectors.
+    int init_kernel_context(const void* drv_in, size_t in_len, void* drv_out, size_t out_len);
+
+    virtual int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size);
+    virtual int query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
+
+    // Shared implementations providers call from their overrides.
+    int cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size,
+                            uint64_t* raw_fw_ver);
+    int cmd_query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
+
+private:
+    struct Wrap {
+        verbs_context vctx;  // must stay first; ibv_context is its last member
+        Context* self;
+    } wrap_{};
+    Device& device_;
+    uint32_t driver_id_ = 0;
+    void install_trampolines();
+};
+
+// "a.b.c" from the 64-bit firmware version the kernel reports.
+RDMA_EXPORT void format_fw_ver(uint64_t raw, char* out, size_t len);
+
+}  // namespace rdma::verbs

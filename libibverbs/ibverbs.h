@@ -1,0 +1,33 @@
+// libibverbs internals shared between its translation units (not installed).
+#pragma once
+
+#include "libibverbs/driver.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rdma::verbs {
+
+// Prefix of every diagnostic the library prints, as the reference does.
+inline constexpr const char* kLogPrefix = "libibverbs: ";
+
+// <sysfs root> honouring SYSFS_PATH; no trailing slash.
+const std::string& sysfs_root();
+
+// Kernel copy-on-fork support (RDMA netlink SYS attribute), cached.
+bool kernel_copy_on_fork();
+
+// Discovery: every uverbs device the kernel offers (netlink first, sysfs
+// as the fallback). Positive errno on failure (ENOSYS: no verbs class).
+int discover_devices(std::vector<SysfsDevice>& out);
+
+// Netlink half of discovery. Returns false when RDMA netlink is unusable.
+bool netlink_discover(std::vector<SysfsDevice>& out);
+std::optional<bool> netlink_copy_on_fork();
+
+// Provider plugin loading (driver files and RDMAV_DRIVERS).
+void load_providers();
+const std::vector<const Provider*>& providers();
+
+}  // namespace rdma::verbs
