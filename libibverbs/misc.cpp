@@ -13,7 +13,9 @@ namespace {
 
 struct RateRow {
     ibv_rate rate;
-    int mult;   // multiple of 2.5 Gb/s, -1 if not a whole multiple
+    // Multiple of 2.5 Gb/s as the reference reports it (-1: none). The
+    // newer rates carry the reference's own rounding (28 -> 11, 50 -> 20).
+    int mult;
     int mbps;
 };
 
@@ -23,9 +25,9 @@ constexpr RateRow kRates[] = {
     {IBV_RATE_60_GBPS, 24, 60000},     {IBV_RATE_80_GBPS, 32, 80000},     {IBV_RATE_120_GBPS, 48, 120000},
     {IBV_RATE_14_GBPS, -1, 14062},     {IBV_RATE_56_GBPS, -1, 56250},     {IBV_RATE_112_GBPS, -1, 112500},
     {IBV_RATE_168_GBPS, -1, 168750},   {IBV_RATE_25_GBPS, -1, 25781},     {IBV_RATE_100_GBPS, -1, 103125},
-    {IBV_RATE_200_GBPS, -1, 206250},   {IBV_RATE_300_GBPS, -1, 309375},   {IBV_RATE_28_GBPS, -1, 28125},
-    {IBV_RATE_50_GBPS, -1, 53125},     {IBV_RATE_400_GBPS, -1, 425000},   {IBV_RATE_600_GBPS, -1, 637500},
-    {IBV_RATE_800_GBPS, -1, 850000},   {IBV_RATE_1200_GBPS, -1, 1275000},
+    {IBV_RATE_200_GBPS, -1, 206250},   {IBV_RATE_300_GBPS, -1, 309375},   {IBV_RATE_28_GBPS, 11, 28125},
+    {IBV_RATE_50_GBPS, 20, 53125},     {IBV_RATE_400_GBPS, 160, 425000},  {IBV_RATE_600_GBPS, 240, 637500},
+    {IBV_RATE_800_GBPS, 320, 850000},  {IBV_RATE_1200_GBPS, 480, 1275000},
 };
 
 const char* pick(const char* const* table, size_t n, long i) {
@@ -65,7 +67,7 @@ RDMA_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf
 RDMA_EXPORT const char* ibv_node_type_str(ibv_node_type node_type) {
     static const char* const names[] = {
         nullptr, "InfiniBand channel adapter", "InfiniBand switch", "InfiniBand router", "iWARP NIC", "usNIC",
-        "usNIC UDP",
+        "usNIC UDP", "unspecified",
     };
     return pick(names, std::size(names), node_type);
 }
@@ -139,8 +141,10 @@ RDMA_EXPORT int ibv_rate_to_mult(ibv_rate rate) {
 }
 
 RDMA_EXPORT ibv_rate mult_to_ibv_rate(int mult) {
+    // The reverse mapping stops at 400 Gb/s in the reference: 240, 320 and
+    // 480 give IBV_RATE_MAX there, and so here.
     for (const RateRow& r : kRates)
-        if (r.mult == mult && mult > 0)
+        if (r.mult == mult && mult > 0 && mult <= 160)
             return r.rate;
     return IBV_RATE_MAX;
 }

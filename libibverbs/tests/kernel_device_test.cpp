@@ -1,0 +1,172 @@
+// libibverbs against a real kernel device (rxe0 in the test VM): every
+// query answers what sysfs and the kernel say, in each of its entry
+// points, errors carry the documented errno, and nothing leaks an fd.
+#include <infiniband/verbs.h>
+
+#include "util/file_io.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+namespace {
+
+int count_fds() {
+    int n = 0;
+    DIR* d = opendir("/proc/self/fd");
+    while (dirent* e = readdir(d))
+        if (e->d_name[0] != '.')
+            ++n;
+    closedir(d);
+    return n - 1;  // the DIR's own fd
+}
+
+class Rxe : public ::testing::Test {
+protected:
+    void SetUp() override {
+        list_ = ibv_get_device_list(&num_);
+        ASSERT_NE(list_, nullptr) << strerror(errno);
+        for (int i = 0; i < num_; ++i)
+            if (std::string(ibv_get_device_name(list_[i])) == "rxe0")
+                dev_ = list_[i];
+        ASSERT_NE(dev_, nullptr) << "rxe0 not found";
+        ctx_ = ibv_open_device(dev_);
+        ASSERT_NE(ctx_, nullptr) << strerror(errno);
+    }
+    void TearDown() override {
+        if (ctx_) {
+            EXPECT_EQ(ibv_close_device(ctx_), 0);
+        }
+        ibv_free_device_list(list_);
+    }
+    std::string sysfs(const std::string& rel) {
+        return rdma::read_sysfs_attr(std::string(dev_->ibdev_path) + "/" + rel).value();
+    }
+
+    ibv_device** list_ = nullptr;
+    int num_ = 0;
+    ibv_device* dev_ = nullptr;
+    ibv_context* ctx_ = nullptr;
+};
+
+TEST_F(Rxe, DeviceIdentity) {
+    EXPECT_STREQ(dev_->dev_name, "uverbs0");
+    EXPECT_EQ(dev_->node_type, IBV_NODE_CA);
+    EXPECT_EQ(dev_->transport_type, IBV_TRANSPORT_IB);
+    EXPECT_EQ(be64toh(ibv_get_device_guid(dev_)), rdma::parse_guid(sysfs("node_guid")).value());
+    EXPECT_GE(ibv_get_device_index(dev_), 0);  // known through netlink
+    EXPECT_GT(ctx_->num_comp_vectors, 0);
+    EXPECT_GE(fcntl(ctx_->async_fd, F_GETFD), 0);
+    EXPECT_GE(fcntl(ctx_->cmd_fd, F_GETFD), 0);
+}
+
+TEST_F(Rxe, QueryDeviceLegacyAndExtendedAgree) {
+    ibv_device_attr a{};
+    ASSERT_EQ(ibv_query_device(ctx_, &a), 0);
+    ibv_device_attr_ex ex{};
+    ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &ex), 0);
+    EXPECT_EQ(memcmp(&a, &ex.orig_attr, sizeof(a)), 0);
+    EXPECT_STREQ(a.fw_ver, sysfs("fw_ver").c_str());
+    EXPECT_EQ(a.phys_port_cnt, 1);
+    EXPECT_EQ(a.vendor_id, 0xffffffu);  // rxe's
+    EXPECT_EQ(ex.phys_port_cnt_ex, 1u);
+    EXPECT_NE(ex.device_cap_flags_ex & a.device_cap_flags, 0u);
+    ibv_query_device_ex_input in{};
+    in.comp_mask = 1;
+    EXPECT_EQ(ibv_query_device_ex(ctx_, &in, &ex), EINVAL);
+}
+
+TEST_F(Rxe, QueryPortThroughBothEntryPoints) {
+    ibv_port_attr p{};
+    ASSERT_EQ(ibv_query_port(ctx_, 1, &p), 0);
+    EXPECT_EQ(p.state, IBV_PORT_ACTIVE);
+    EXPECT_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET);
+    EXPECT_GT(p.gid_tbl_len, 0);
+    // The exported (non-inline) symbol fills the older, shorter layout.
+    ibv_port_attr old;
+    memset(&old, 0xab, sizeof(old));
+    ASSERT_EQ((ibv_query_port)(ctx_, 1, reinterpret_cast<_compat_ibv_port_attr*>(&old)), 0);
+    EXPECT_EQ(memcmp(&old, &p, offsetof(ibv_port_attr, port_cap_flags2)), 0);
+    EXPECT_EQ(reinterpret_cast<unsigned char*>(&old)[offsetof(ibv_port_attr, port_cap_flags2)], 0xab);
+    EXPECT_EQ(ibv_query_port(ctx_, 2, &p), EINVAL);
+    EXPECT_EQ(ibv_query_port(ctx_, 0, &p), EINVAL);
+}
+
+TEST_F(Rxe, GidsMatchSysfsInEveryEntryPoint) {
+    ibv_port_attr p{};
+    ASSERT_EQ(ibv_query_port(ctx_, 1, &p), 0);
+    ibv_gid_entry table[64];
+    ssize_t n = ibv_query_gid_table(ctx_, table, 64, 0);
+    ASSERT_GE(n, 2) << "rxe0 has a link-local and an IPv4-mapped GID";
+    for (ssize_t i = 0; i < n; ++i) {
+        const ibv_gid_entry& e = table[i];
+        ibv_gid g{};
+        ASSERT_EQ(ibv_query_gid(ctx_, 1, static_cast<int>(e.gid_index), &g), 0);
+        EXPECT_EQ(memcmp(&g, &e.gid, sizeof(g)), 0);
+        ibv_gid_entry one{};
+        ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, e.gid_index, &one, 0), 0);
+        EXPECT_EQ(memcmp(&one, &e, sizeof(one)), 0);
+        EXPECT_EQ(e.port_num, 1u);
+        EXPECT_GT(e.ndev_ifindex, 0u);
+        char text[64];
+        const std::string s = sysfs("ports/1/gids/" + std::to_string(e.gid_index));
+        unsigned v[8];
+        ASSERT_EQ(sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]),
+                  8);
+        snprintf(text, sizeof(text), "%04x", v[7]);
+        EXPECT_EQ(e.gid.raw[14], v[7] >> 8) << text;
+        const std::string type = sysfs("ports/1/gid_attrs/types/" + std::to_string(e.gid_index));
+        EXPECT_EQ(e.gid_type, type == "RoCE v2" ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1);
+    }
+    // An unused entry reads as zeros (ibv_query_gid) or ENODATA (_ex).
+    ibv_gid g;
+    memset(&g, 0xff, sizeof(g));
+    ASSERT_EQ(ibv_query_gid(ctx_, 1, p.gid_tbl_len - 1, &g), 0);
+    EXPECT_EQ(g.global.interface_id, 0u);
+    ibv_gid_entry e{};
+    EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, static_cast<uint32_t>(p.gid_tbl_len - 1), &e, 0), ENODATA);
+    EXPECT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &e, 1), EINVAL);  // no flags defined
+    EXPECT_EQ(ibv_query_gid(ctx_, 1, p.gid_tbl_len + 5, &g), -1);
+    EXPECT_EQ(ibv_query_gid_table(ctx_, table, 1, 0), -EINVAL);  // too small
+}
+
+TEST_F(Rxe, PkeyTable) {
+    __be16 pkey = 0;
+    ASSERT_EQ(ibv_query_pkey(ctx_, 1, 0, &pkey), 0);
+    EXPECT_EQ(be16toh(pkey), 0xffff);
+    EXPECT_EQ(ibv_get_pkey_index(ctx_, 1, htobe16(0xffff)), 0);
+    EXPECT_EQ(ibv_get_pkey_index(ctx_, 1, htobe16(0x1234)), -1);
+    EXPECT_EQ(ibv_query_pkey(ctx_, 1, 1000, &pkey), -1);
+}
+
+TEST(RxeLifetime, OpenCloseLeaksNothing) {
+    const int before = count_fds();
+    for (int i = 0; i < 50; ++i) {
+        int n = 0;
+        ibv_device** l = ibv_get_device_list(&n);
+        ASSERT_NE(l, nullptr);
+        ASSERT_GE(n, 1);
+        ibv_context* c = ibv_open_device(l[0]);
+        ASSERT_NE(c, nullptr);
+        ibv_free_device_list(l);  // an open context keeps its device alive
+        ibv_device_attr a{};
+        ASSERT_EQ(ibv_query_device(c, &a), 0);
+        ASSERT_EQ(ibv_close_device(c), 0);
+    }
+    EXPECT_EQ(count_fds(), before);
+}
+
+TEST(RxeLifetime, ForkStatusOnThisKernel) {
+    // Linux 5.13+ copies pinned pages on fork, so fork_init has nothing to do.
+    EXPECT_EQ(ibv_fork_init(), 0);
+    EXPECT_EQ(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED);
+}
+
+}  // namespace
