@@ -73,7 +73,8 @@ TEST_F(Rxe, QueryDeviceLegacyAndExtendedAgree) {
     ibv_device_attr_ex ex{};
     ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &ex), 0);
     EXPECT_EQ(memcmp(&a, &ex.orig_attr, sizeof(a)), 0);
-    EXPECT_STREQ(a.fw_ver, sysfs("fw_ver").c_str());
+    // rxe's sysfs fw_ver is empty; the provider formats the kernel's raw 0.
+    EXPECT_STREQ(a.fw_ver, "0.0.0");
     EXPECT_EQ(a.phys_port_cnt, 1);
     EXPECT_EQ(a.vendor_id, 0xffffffu);  // rxe's
     EXPECT_EQ(ex.phys_port_cnt_ex, 1u);
