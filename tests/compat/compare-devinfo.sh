@@ -54,9 +54,9 @@ done
 
 if [ -n "$keep" ]; then
 	work=$keep
-	mkdir -p "$work"
+	mkdir -p "$work" && [ -w "$work" ] || { echo "compare-devinfo.sh: cannot write to $work" >&2; exit 2; }
 else
-	work=$(mktemp -d "${TMPDIR:-/tmp}/compare-devinfo.XXXXXX")
+	work=$(mktemp -d "${TMPDIR:-/tmp}/compare-devinfo.XXXXXX") || exit 2
 	trap 'rm -rf "$work"' EXIT
 fi
 
