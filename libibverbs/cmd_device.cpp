@@ -53,6 +53,12 @@ int no_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
         *bad = wr;
     return EOPNOTSUPP;
 }
+ibv_mw* t_alloc_mw(ibv_pd* pd, ibv_mw_type type) { return Context::from(pd->context)->alloc_mw(pd, type); }
+int t_dealloc_mw(ibv_mw* mw) { return Context::from(mw->context)->dealloc_mw(mw); }
+ibv_cq_ex* t_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr) { return Context::from(c)->create_cq_ex(attr); }
+ibv_qp* t_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr) { return Context::from(c)->create_qp_ex(attr); }
+int no_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; }
+
 int no_poll_cq(ibv_cq*, int, ibv_wc*) { return -EOPNOTSUPP; }
 int no_req_notify_cq(ibv_cq*, int) { return EOPNOTSUPP; }
 
@@ -62,12 +68,17 @@ void Context::install_trampolines() {
     verbs_context& v = wrap_.vctx;
     v.query_device_ex = t_query_device_ex;
     v.query_port = t_query_port;
+    v.create_cq_ex = t_create_cq_ex;
+    v.create_qp_ex = t_create_qp_ex;
     ibv_context_ops& ops = v.context.ops;
     ops.post_send = no_post_send;
     ops.post_recv = no_post_recv;
     ops.post_srq_recv = no_post_srq_recv;
     ops.poll_cq = no_poll_cq;
     ops.req_notify_cq = no_req_notify_cq;
+    ops.alloc_mw = t_alloc_mw;
+    ops.dealloc_mw = t_dealloc_mw;
+    ops.bind_mw = no_bind_mw;
 }
 
 int Context::init_kernel_context(const void* drv_in, size_t in_len, void* drv_out, size_t out_len) {
@@ -81,6 +92,7 @@ int Context::init_kernel_context(const void* drv_in, size_t in_len, void* drv_ou
     int err = cmd.execute(c.cmd_fd);
     if (err == 0) {
         c.num_comp_vectors = static_cast<int>(num_comp_vectors);
+        core_support_ = core_support;
         c.async_fd = alloc_async_fd(c.cmd_fd, driver_id());
         return c.async_fd < 0 ? errno : 0;
     }

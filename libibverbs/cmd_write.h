@@ -36,6 +36,13 @@ int write_cmd(int fd, uint32_t command, const Cmd& cmd, Resp* resp, const void* 
     return 0;
 }
 
+// Commands that answer nothing but success or an errno.
+template <class Cmd>
+int write_cmd_noresp(int fd, uint32_t command, const Cmd& cmd, const void* drv_in = nullptr, size_t drv_in_len = 0) {
+    struct None {};
+    return write_cmd<Cmd, None>(fd, command, cmd, static_cast<None*>(nullptr), drv_in, drv_in_len, 0);
+}
+
 // Extended commands: a second header; sizes in 8-byte words, headers excluded.
 template <class Cmd, class Resp>
 int write_ex_cmd(int fd, uint32_t command, const Cmd& cmd, Resp* resp, size_t resp_len) {

@@ -55,6 +55,41 @@ constexpr MatchEntry match_pci(uint16_t v, uint16_t d, const void* data = nullpt
 class Context;
 class Device;
 
+// Provider object prefixes. A provider's own object struct begins with one
+// of these (standard layout), so libibverbs and the provider agree on the
+// public part and on the few library-private fields after it.
+struct VerbsMr {
+    ibv_mr mr;
+    int access;
+};
+
+// ibv_cq_ex starts with the same fields as ibv_cq, so one prefix serves
+// both; ibv_cq_ex_to_cq() in verbs.h is a plain cast.
+struct VerbsCq {
+    ibv_cq_ex cq_ex;
+    ibv_cq* cq() { return reinterpret_cast<ibv_cq*>(&cq_ex); }
+};
+
+struct VerbsQp {
+    ibv_qp_ex qp_ex;    // qp_ex.qp_base is the ibv_qp applications see
+    bool has_qp_ex;     // created with send ops: ibv_qp_to_qp_ex() answers
+    ibv_qp* qp() { return &qp_ex.qp_base; }
+};
+
+struct VerbsSrq {
+    ibv_srq srq;
+    ibv_srq_type srq_type;
+    uint32_t srq_num;
+};
+
+// Driver-specific command and response data (the kernel's "udata").
+struct Udata {
+    const void* in = nullptr;
+    size_t in_len = 0;
+    void* out = nullptr;
+    size_t out_len = 0;
+};
+
 // A provider plugin registers one of these from a static constructor.
 struct Provider {
     const char* name;
@@ -119,6 +154,7 @@ public:
     int cmd_fd() const { return wrap_.vctx.context.cmd_fd; }
     // The kernel refuses an ioctl whose header names another driver.
     uint32_t driver_id() const { return driver_id_; }
+    uint64_t core_support() const { return core_support_; }
     static Context* from(ibv_context* c);
 
     // Run the kernel's GET_CONTEXT (ioctl, write fallback) with optional
@@ -127,6 +163,72 @@ public:
 
     virtual int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size);
     virtual int query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
+
+    // Object control operations. Creators return nullptr with errno set;
+    // the others return 0 or a positive errno. Defaults: EOPNOTSUPP.
+    // libibverbs fills the public fields common to every provider (context,
+    // pd, user context pointers, mutex/cond, event counters) in the cmd_*
+    // helpers below, so a provider only allocates, calls the cmd_* helper
+    // with its driver data, and sets up its queues.
+    virtual ibv_pd* alloc_pd();
+    virtual int dealloc_pd(ibv_pd* pd);
+    virtual ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
+    virtual ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access);
+    virtual int rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
+    virtual int dereg_mr(VerbsMr* mr);
+    virtual ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
+    virtual int dealloc_mw(ibv_mw* mw);
+    virtual ibv_cq* create_cq(int cqe, ibv_comp_channel* channel, int comp_vector);
+    virtual ibv_cq_ex* create_cq_ex(ibv_cq_init_attr_ex* attr);
+    virtual int resize_cq(ibv_cq* cq, int cqe);
+    virtual int destroy_cq(ibv_cq* cq);
+    virtual ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+    virtual ibv_qp* create_qp_ex(ibv_qp_init_attr_ex* attr);
+    virtual int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+    virtual int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+    virtual int destroy_qp(ibv_qp* qp);
+    virtual int query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) { return 0; }
+    virtual ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+    virtual int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
+    virtual int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+    virtual int destroy_srq(ibv_srq* srq);
+    virtual ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+    virtual int destroy_ah(ibv_ah* ah);
+    virtual int attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+    virtual int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+    // Called for every async event before it reaches the application.
+    virtual void async_event(ibv_async_event* event) {}
+
+    // Kernel commands, for providers (0 or a positive errno).
+    int cmd_alloc_pd(ibv_pd* pd, const Udata& u = {});
+    int cmd_dealloc_pd(ibv_pd* pd);
+    int cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access, VerbsMr* mr,
+                   const Udata& u = {});
+    int cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access,
+                     const Udata& u = {});
+    int cmd_dereg_mr(VerbsMr* mr);
+    int cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata& u = {});
+    int cmd_dealloc_mw(ibv_mw* mw);
+    int cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* cq, const Udata& u = {});
+    int cmd_resize_cq(ibv_cq* cq, int cqe, const Udata& u = {});
+    int cmd_req_notify_cq(ibv_cq* cq, int solicited_only);
+    int cmd_destroy_cq(ibv_cq* cq);  // waits until the app acked every event
+    // attr->cap is updated with what the kernel granted.
+    int cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* qp, const Udata& u = {});
+    int cmd_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
+    int cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
+    int cmd_destroy_qp(ibv_qp* qp);  // waits until the app acked every event
+    int cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* srq, const Udata& u = {});
+    int cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask, const Udata& u = {});
+    int cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+    int cmd_destroy_srq(ibv_srq* srq);
+    int cmd_create_ah(ibv_pd* pd, ibv_ah_attr* attr, ibv_ah* ah, const Udata& u = {});
+    int cmd_destroy_ah(ibv_ah* ah);
+    int cmd_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+    int cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+    // The legacy POST_SEND command with no work requests: the doorbell of
+    // software providers whose kernel reads the shared send queue (rxe).
+    int cmd_post_send_doorbell(ibv_qp* qp);
 
     // Shared implementations providers call from their overrides.
     int cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size,
@@ -140,6 +242,7 @@ private:
     } wrap_{};
     Device& device_;
     uint32_t driver_id_ = 0;
+    uint64_t core_support_ = 0;  // IB_UVERBS_CORE_SUPPORT_* from GET_CONTEXT
     void install_trampolines();
 };
 

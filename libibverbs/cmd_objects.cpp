@@ -1,0 +1,519 @@
+// Kernel commands for verbs objects (PD, MR, MW, CQ, QP, SRQ, AH,
+// multicast). Providers call these with their driver data; the common
+// public fields of each object are filled here, once, for every provider.
+#include "libibverbs/cmd_write.h"
+#include "libibverbs/ibverbs.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rdma::verbs {
+
+namespace {
+
+// A command with a response: the kernel writes the core response followed
+// by the driver's part; both live in one buffer here.
+template <class Cmd, class Resp>
+int exec(int fd, uint32_t command, Cmd& cmd, Resp& resp, const Udata& u) {
+    constexpr size_t kMaxDriverOut = 512;
+    if (u.out_len > kMaxDriverOut)
+        return EINVAL;
+    alignas(8) unsigned char buf[sizeof(Resp) + kMaxDriverOut];
+    std::memset(buf, 0, sizeof(Resp) + u.out_len);
+    cmd.response = reinterpret_cast<uintptr_t>(buf);
+    if (int e = write_cmd(fd, command, cmd, reinterpret_cast<Resp*>(buf), u.in, u.in_len, u.out_len))
+        return e;
+    std::memcpy(&resp, buf, sizeof(Resp));
+    if (u.out_len)
+        std::memcpy(u.out, buf + sizeof(Resp), u.out_len);
+    return 0;
+}
+
+void init_sync(pthread_mutex_t& m, pthread_cond_t& c) {
+    pthread_mutex_init(&m, nullptr);
+    pthread_cond_init(&c, nullptr);
+}
+
+// After a destroy: block until the application acknowledged every event
+// the kernel reported for the object, so its memory can go.
+void wait_acks(pthread_mutex_t& m, pthread_cond_t& c, const uint32_t& acked, uint32_t reported) {
+    pthread_mutex_lock(&m);
+    while (acked != reported)
+        pthread_cond_wait(&c, &m);
+    pthread_mutex_unlock(&m);
+}
+
+void to_kern_ah(const ibv_ah_attr& a, ib_uverbs_ah_attr& k) {
+    std::memcpy(k.grh.dgid, a.grh.dgid.raw, 16);
+    k.grh.flow_label = a.grh.flow_label;
+    k.grh.sgid_index = a.grh.sgid_index;
+    k.grh.hop_limit = a.grh.hop_limit;
+    k.grh.traffic_class = a.grh.traffic_class;
+    k.dlid = a.dlid;
+    k.sl = a.sl;
+    k.src_path_bits = a.src_path_bits;
+    k.static_rate = a.static_rate;
+    k.is_global = a.is_global;
+    k.port_num = a.port_num;
+}
+
+void to_kern_dest(const ibv_ah_attr& a, ib_uverbs_qp_dest& d) {
+    std::memcpy(d.dgid, a.grh.dgid.raw, 16);
+    d.flow_label = a.grh.flow_label;
+    d.dlid = a.dlid;
+    d.sgid_index = a.grh.sgid_index;
+    d.hop_limit = a.grh.hop_limit;
+    d.traffic_class = a.grh.traffic_class;
+    d.sl = a.sl;
+    d.src_path_bits = a.src_path_bits;
+    d.static_rate = a.static_rate;
+    d.is_global = a.is_global;
+    d.port_num = a.port_num;
+}
+
+void from_kern_dest(const ib_uverbs_qp_dest& d, ibv_ah_attr& a) {
+    std::memcpy(a.grh.dgid.raw, d.dgid, 16);
+    a.grh.flow_label = d.flow_label;
+    a.dlid = d.dlid;
+    a.grh.sgid_index = d.sgid_index;
+    a.grh.hop_limit = d.hop_limit;
+    a.grh.traffic_class = d.traffic_class;
+    a.sl = d.sl;
+    a.src_path_bits = d.src_path_bits;
+    a.static_rate = d.static_rate;
+    a.is_global = d.is_global;
+    a.port_num = d.port_num;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------- PD
+
+int Context::cmd_alloc_pd(ibv_pd* pd, const Udata& u) {
+    ib_uverbs_alloc_pd cmd{};
+    ib_uverbs_alloc_pd_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_ALLOC_PD, cmd, resp, u))
+        return e;
+    pd->context = ibv();
+    pd->handle = resp.pd_handle;
+    return 0;
+}
+
+int Context::cmd_dealloc_pd(ibv_pd* pd) {
+    ib_uverbs_dealloc_pd cmd{};
+    cmd.pd_handle = pd->handle;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DEALLOC_PD, cmd);
+}
+
+// ---------------------------------------------------------------------- MR
+
+int Context::cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access, VerbsMr* mr,
+                        const Udata& u) {
+    ib_uverbs_reg_mr cmd{};
+    cmd.start = reinterpret_cast<uintptr_t>(addr);
+    cmd.length = length;
+    cmd.hca_va = hca_va;
+    cmd.pd_handle = pd->handle;
+    cmd.access_flags = static_cast<uint32_t>(access);
+    ib_uverbs_reg_mr_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_REG_MR, cmd, resp, u))
+        return e;
+    mr->mr.context = ibv();
+    mr->mr.pd = pd;
+    mr->mr.addr = addr;
+    mr->mr.length = length;
+    mr->mr.handle = resp.mr_handle;
+    mr->mr.lkey = resp.lkey;
+    mr->mr.rkey = resp.rkey;
+    mr->access = access;
+    return 0;
+}
+
+int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access,
+                          const Udata& u) {
+    ib_uverbs_rereg_mr cmd{};
+    cmd.mr_handle = mr->mr.handle;
+    cmd.flags = static_cast<uint32_t>(flags);
+    cmd.start = reinterpret_cast<uintptr_t>(addr);
+    cmd.length = length;
+    cmd.hca_va = reinterpret_cast<uintptr_t>(addr);
+    cmd.pd_handle = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : 0;
+    cmd.access_flags = static_cast<uint32_t>(access);
+    ib_uverbs_rereg_mr_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_REREG_MR, cmd, resp, u))
+        return e;
+    mr->mr.lkey = resp.lkey;
+    mr->mr.rkey = resp.rkey;
+    if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+        mr->access = access;
+    return 0;
+}
+
+int Context::cmd_dereg_mr(VerbsMr* mr) {
+    ib_uverbs_dereg_mr cmd{};
+    cmd.mr_handle = mr->mr.handle;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DEREG_MR, cmd);
+}
+
+// ---------------------------------------------------------------------- MW
+
+int Context::cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata& u) {
+    ib_uverbs_alloc_mw cmd{};
+    cmd.pd_handle = pd->handle;
+    cmd.mw_type = static_cast<uint8_t>(type);
+    ib_uverbs_alloc_mw_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_ALLOC_MW, cmd, resp, u))
+        return e;
+    mw->context = ibv();
+    mw->pd = pd;
+    mw->rkey = resp.rkey;
+    mw->handle = resp.mw_handle;
+    mw->type = type;
+    return 0;
+}
+
+int Context::cmd_dealloc_mw(ibv_mw* mw) {
+    ib_uverbs_dealloc_mw cmd{};
+    cmd.mw_handle = mw->handle;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DEALLOC_MW, cmd);
+}
+
+// ---------------------------------------------------------------------- CQ
+
+int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* vcq, const Udata& u) {
+    ibv_cq* cq = vcq->cq();
+    ib_uverbs_create_cq cmd{};
+    cmd.user_handle = reinterpret_cast<uintptr_t>(cq);
+    cmd.cqe = static_cast<uint32_t>(cqe);
+    cmd.comp_vector = static_cast<uint32_t>(comp_vector);
+    cmd.comp_channel = channel ? channel->fd : -1;
+    ib_uverbs_create_cq_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_CQ, cmd, resp, u))
+        return e;
+    cq->context = ibv();
+    cq->channel = channel;
+    cq->handle = resp.cq_handle;
+    cq->cqe = static_cast<int>(resp.cqe);
+    cq->comp_events_completed = 0;
+    cq->async_events_completed = 0;
+    init_sync(cq->mutex, cq->cond);
+    if (channel) {
+        pthread_mutex_lock(&ibv()->mutex);
+        ++channel->refcnt;
+        pthread_mutex_unlock(&ibv()->mutex);
+    }
+    return 0;
+}
+
+int Context::cmd_resize_cq(ibv_cq* cq, int cqe, const Udata& u) {
+    ib_uverbs_resize_cq cmd{};
+    cmd.cq_handle = cq->handle;
+    cmd.cqe = static_cast<uint32_t>(cqe);
+    ib_uverbs_resize_cq_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_RESIZE_CQ, cmd, resp, u))
+        return e;
+    cq->cqe = static_cast<int>(resp.cqe);
+    return 0;
+}
+
+int Context::cmd_req_notify_cq(ibv_cq* cq, int solicited_only) {
+    ib_uverbs_req_notify_cq cmd{};
+    cmd.cq_handle = cq->handle;
+    cmd.solicited_only = solicited_only ? 1 : 0;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, cmd);
+}
+
+int Context::cmd_destroy_cq(ibv_cq* cq) {
+    ib_uverbs_destroy_cq cmd{};
+    cmd.cq_handle = cq->handle;
+    ib_uverbs_destroy_cq_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_CQ, cmd, resp, Udata{}))
+        return e;
+    pthread_mutex_lock(&cq->mutex);
+    while (cq->comp_events_completed != resp.comp_events_reported ||
+           cq->async_events_completed != resp.async_events_reported)
+        pthread_cond_wait(&cq->cond, &cq->mutex);
+    pthread_mutex_unlock(&cq->mutex);
+    if (ibv_comp_channel* ch = cq->channel) {
+        pthread_mutex_lock(&ibv()->mutex);
+        --ch->refcnt;
+        pthread_mutex_unlock(&ibv()->mutex);
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------- QP
+
+int Context::cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* vqp, const Udata& u) {
+    ibv_qp* qp = vqp->qp();
+    ib_uverbs_create_qp cmd{};
+    cmd.user_handle = reinterpret_cast<uintptr_t>(qp);
+    cmd.pd_handle = pd->handle;
+    cmd.send_cq_handle = attr->send_cq ? attr->send_cq->handle : 0;
+    cmd.recv_cq_handle = attr->recv_cq ? attr->recv_cq->handle : 0;
+    cmd.srq_handle = attr->srq ? attr->srq->handle : 0;
+    cmd.max_send_wr = attr->cap.max_send_wr;
+    cmd.max_recv_wr = attr->cap.max_recv_wr;
+    cmd.max_send_sge = attr->cap.max_send_sge;
+    cmd.max_recv_sge = attr->cap.max_recv_sge;
+    cmd.max_inline_data = attr->cap.max_inline_data;
+    cmd.sq_sig_all = static_cast<uint8_t>(attr->sq_sig_all);
+    cmd.qp_type = static_cast<uint8_t>(attr->qp_type);
+    cmd.is_srq = attr->srq != nullptr;
+    ib_uverbs_create_qp_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_QP, cmd, resp, u))
+        return e;
+    attr->cap.max_send_wr = resp.max_send_wr;
+    attr->cap.max_recv_wr = resp.max_recv_wr;
+    attr->cap.max_send_sge = resp.max_send_sge;
+    attr->cap.max_recv_sge = resp.max_recv_sge;
+    attr->cap.max_inline_data = resp.max_inline_data;
+    qp->context = ibv();
+    qp->qp_context = attr->qp_context;
+    qp->pd = pd;
+    qp->send_cq = attr->send_cq;
+    qp->recv_cq = attr->recv_cq;
+    qp->srq = attr->srq;
+    qp->handle = resp.qp_handle;
+    qp->qp_num = resp.qpn;
+    qp->state = IBV_QPS_RESET;
+    qp->qp_type = attr->qp_type;
+    qp->events_completed = 0;
+    init_sync(qp->mutex, qp->cond);
+    return 0;
+}
+
+int Context::cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+    ib_uverbs_modify_qp cmd{};
+    cmd.qp_handle = qp->handle;
+    cmd.attr_mask = static_cast<uint32_t>(mask);
+    cmd.qkey = attr->qkey;
+    cmd.rq_psn = attr->rq_psn;
+    cmd.sq_psn = attr->sq_psn;
+    cmd.dest_qp_num = attr->dest_qp_num;
+    cmd.qp_access_flags = static_cast<uint32_t>(attr->qp_access_flags);
+    cmd.pkey_index = attr->pkey_index;
+    cmd.alt_pkey_index = attr->alt_pkey_index;
+    cmd.qp_state = static_cast<uint8_t>(attr->qp_state);
+    cmd.cur_qp_state = static_cast<uint8_t>(attr->cur_qp_state);
+    cmd.path_mtu = static_cast<uint8_t>(attr->path_mtu);
+    cmd.path_mig_state = static_cast<uint8_t>(attr->path_mig_state);
+    cmd.en_sqd_async_notify = attr->en_sqd_async_notify;
+    cmd.max_rd_atomic = attr->max_rd_atomic;
+    cmd.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+    cmd.min_rnr_timer = attr->min_rnr_timer;
+    cmd.port_num = attr->port_num;
+    cmd.timeout = attr->timeout;
+    cmd.retry_cnt = attr->retry_cnt;
+    cmd.rnr_retry = attr->rnr_retry;
+    cmd.alt_port_num = attr->alt_port_num;
+    cmd.alt_timeout = attr->alt_timeout;
+    to_kern_dest(attr->ah_attr, cmd.dest);
+    to_kern_dest(attr->alt_ah_attr, cmd.alt_dest);
+    if (int e = write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_MODIFY_QP, cmd))
+        return e;
+    if (mask & IBV_QP_STATE)
+        qp->state = attr->qp_state;
+    return 0;
+}
+
+int Context::cmd_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
+    ib_uverbs_query_qp cmd{};
+    cmd.qp_handle = qp->handle;
+    cmd.attr_mask = static_cast<uint32_t>(mask);
+    ib_uverbs_query_qp_resp r{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_QUERY_QP, cmd, r, Udata{}))
+        return e;
+    attr->qkey = r.qkey;
+    attr->rq_psn = r.rq_psn;
+    attr->sq_psn = r.sq_psn;
+    attr->dest_qp_num = r.dest_qp_num;
+    attr->qp_access_flags = static_cast<int>(r.qp_access_flags);
+    attr->pkey_index = r.pkey_index;
+    attr->alt_pkey_index = r.alt_pkey_index;
+    attr->qp_state = static_cast<ibv_qp_state>(r.qp_state);
+    attr->cur_qp_state = static_cast<ibv_qp_state>(r.cur_qp_state);
+    attr->path_mtu = static_cast<ibv_mtu>(r.path_mtu);
+    attr->path_mig_state = static_cast<ibv_mig_state>(r.path_mig_state);
+    attr->sq_draining = r.sq_draining;
+    attr->max_rd_atomic = r.max_rd_atomic;
+    attr->max_dest_rd_atomic = r.max_dest_rd_atomic;
+    attr->min_rnr_timer = r.min_rnr_timer;
+    attr->port_num = r.port_num;
+    attr->timeout = r.timeout;
+    attr->retry_cnt = r.retry_cnt;
+    attr->rnr_retry = r.rnr_retry;
+    attr->alt_port_num = r.alt_port_num;
+    attr->alt_timeout = r.alt_timeout;
+    attr->cap.max_send_wr = r.max_send_wr;
+    attr->cap.max_recv_wr = r.max_recv_wr;
+    attr->cap.max_send_sge = r.max_send_sge;
+    attr->cap.max_recv_sge = r.max_recv_sge;
+    attr->cap.max_inline_data = r.max_inline_data;
+    from_kern_dest(r.dest, attr->ah_attr);
+    from_kern_dest(r.alt_dest, attr->alt_ah_attr);
+    if (init) {
+        init->qp_context = qp->qp_context;
+        init->send_cq = qp->send_cq;
+        init->recv_cq = qp->recv_cq;
+        init->srq = qp->srq;
+        init->qp_type = qp->qp_type;
+        init->cap = attr->cap;
+        init->sq_sig_all = r.sq_sig_all;
+    }
+    qp->state = attr->qp_state;
+    return 0;
+}
+
+int Context::cmd_destroy_qp(ibv_qp* qp) {
+    ib_uverbs_destroy_qp cmd{};
+    cmd.qp_handle = qp->handle;
+    ib_uverbs_destroy_qp_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_QP, cmd, resp, Udata{}))
+        return e;
+    wait_acks(qp->mutex, qp->cond, qp->events_completed, resp.events_reported);
+    return 0;
+}
+
+// --------------------------------------------------------------------- SRQ
+
+int Context::cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* vsrq, const Udata& u) {
+    ibv_srq* srq = &vsrq->srq;
+    ib_uverbs_create_srq cmd{};
+    cmd.user_handle = reinterpret_cast<uintptr_t>(srq);
+    cmd.pd_handle = pd->handle;
+    cmd.max_wr = attr->attr.max_wr;
+    cmd.max_sge = attr->attr.max_sge;
+    cmd.srq_limit = attr->attr.srq_limit;
+    ib_uverbs_create_srq_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_SRQ, cmd, resp, u))
+        return e;
+    attr->attr.max_wr = resp.max_wr;
+    attr->attr.max_sge = resp.max_sge;
+    srq->context = ibv();
+    srq->srq_context = attr->srq_context;
+    srq->pd = pd;
+    srq->handle = resp.srq_handle;
+    srq->events_completed = 0;
+    init_sync(srq->mutex, srq->cond);
+    vsrq->srq_type = IBV_SRQT_BASIC;
+    vsrq->srq_num = resp.srqn;
+    return 0;
+}
+
+int Context::cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask, const Udata& u) {
+    ib_uverbs_modify_srq cmd{};
+    cmd.srq_handle = srq->handle;
+    cmd.attr_mask = static_cast<uint32_t>(mask);
+    cmd.max_wr = attr->max_wr;
+    cmd.srq_limit = attr->srq_limit;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_MODIFY_SRQ, cmd, u.in, u.in_len);
+}
+
+int Context::cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+    ib_uverbs_query_srq cmd{};
+    cmd.srq_handle = srq->handle;
+    ib_uverbs_query_srq_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_QUERY_SRQ, cmd, resp, Udata{}))
+        return e;
+    attr->max_wr = resp.max_wr;
+    attr->max_sge = resp.max_sge;
+    attr->srq_limit = resp.srq_limit;
+    return 0;
+}
+
+int Context::cmd_destroy_srq(ibv_srq* srq) {
+    ib_uverbs_destroy_srq cmd{};
+    cmd.srq_handle = srq->handle;
+    ib_uverbs_destroy_srq_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_SRQ, cmd, resp, Udata{}))
+        return e;
+    wait_acks(srq->mutex, srq->cond, srq->events_completed, resp.events_reported);
+    return 0;
+}
+
+// ---------------------------------------------------------------------- AH
+
+int Context::cmd_create_ah(ibv_pd* pd, ibv_ah_attr* attr, ibv_ah* ah, const Udata& u) {
+    ib_uverbs_create_ah cmd{};
+    cmd.user_handle = reinterpret_cast<uintptr_t>(ah);
+    cmd.pd_handle = pd->handle;
+    to_kern_ah(*attr, cmd.attr);
+    ib_uverbs_create_ah_resp resp{};
+    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_AH, cmd, resp, u))
+        return e;
+    ah->context = ibv();
+    ah->pd = pd;
+    ah->handle = resp.ah_handle;
+    return 0;
+}
+
+int Context::cmd_destroy_ah(ibv_ah* ah) {
+    ib_uverbs_destroy_ah cmd{};
+    cmd.ah_handle = ah->handle;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_AH, cmd);
+}
+
+// --------------------------------------------------------------- multicast
+
+int Context::cmd_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+    ib_uverbs_attach_mcast cmd{};
+    std::memcpy(cmd.gid, gid->raw, 16);
+    cmd.qp_handle = qp->handle;
+    cmd.mlid = lid;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_ATTACH_MCAST, cmd);
+}
+
+int Context::cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+    ib_uverbs_detach_mcast cmd{};
+    std::memcpy(cmd.gid, gid->raw, 16);
+    cmd.qp_handle = qp->handle;
+    cmd.mlid = lid;
+    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DETACH_MCAST, cmd);
+}
+
+int Context::cmd_post_send_doorbell(ibv_qp* qp) {
+    ib_uverbs_post_send cmd{};
+    cmd.qp_handle = qp->handle;
+    cmd.wr_count = 0;
+    cmd.sge_count = 0;
+    cmd.wqe_size = sizeof(ibv_send_wr);
+    ib_uverbs_post_send_resp resp{};
+    return exec(cmd_fd(), IB_USER_VERBS_CMD_POST_SEND, cmd, resp, Udata{});
+}
+
+// -------------------------------------------------- defaults: unsupported
+
+#define RDMA_UNSUPPORTED_PTR \
+    {                        \
+        errno = EOPNOTSUPP;  \
+        return nullptr;      \
+    }
+ibv_pd* Context::alloc_pd() RDMA_UNSUPPORTED_PTR
+int Context::dealloc_pd(ibv_pd*) { return EOPNOTSUPP; }
+ibv_mr* Context::reg_mr(ibv_pd*, void*, size_t, uint64_t, int) RDMA_UNSUPPORTED_PTR
+ibv_mr* Context::reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) RDMA_UNSUPPORTED_PTR
+int Context::rereg_mr(VerbsMr*, int, ibv_pd*, void*, size_t, int) { return EOPNOTSUPP; }
+int Context::dereg_mr(VerbsMr*) { return EOPNOTSUPP; }
+ibv_mw* Context::alloc_mw(ibv_pd*, ibv_mw_type) RDMA_UNSUPPORTED_PTR
+int Context::dealloc_mw(ibv_mw*) { return EOPNOTSUPP; }
+ibv_cq* Context::create_cq(int, ibv_comp_channel*, int) RDMA_UNSUPPORTED_PTR
+ibv_cq_ex* Context::create_cq_ex(ibv_cq_init_attr_ex*) RDMA_UNSUPPORTED_PTR
+int Context::resize_cq(ibv_cq*, int) { return EOPNOTSUPP; }
+int Context::destroy_cq(ibv_cq*) { return EOPNOTSUPP; }
+ibv_qp* Context::create_qp(ibv_pd*, ibv_qp_init_attr*) RDMA_UNSUPPORTED_PTR
+ibv_qp* Context::create_qp_ex(ibv_qp_init_attr_ex*) RDMA_UNSUPPORTED_PTR
+int Context::query_qp(ibv_qp*, ibv_qp_attr*, int, ibv_qp_init_attr*) { return EOPNOTSUPP; }
+int Context::modify_qp(ibv_qp*, ibv_qp_attr*, int) { return EOPNOTSUPP; }
+int Context::destroy_qp(ibv_qp*) { return EOPNOTSUPP; }
+ibv_srq* Context::create_srq(ibv_pd*, ibv_srq_init_attr*) RDMA_UNSUPPORTED_PTR
+int Context::modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EOPNOTSUPP; }
+int Context::query_srq(ibv_srq*, ibv_srq_attr*) { return EOPNOTSUPP; }
+int Context::destroy_srq(ibv_srq*) { return EOPNOTSUPP; }
+ibv_ah* Context::create_ah(ibv_pd*, ibv_ah_attr*) RDMA_UNSUPPORTED_PTR
+int Context::destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
+int Context::attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) { return cmd_attach_mcast(qp, gid, lid); }
+int Context::detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) { return cmd_detach_mcast(qp, gid, lid); }
+#undef RDMA_UNSUPPORTED_PTR
+
+}  // namespace rdma::verbs
