@@ -187,6 +187,8 @@ public:
     virtual int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
     virtual int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
     virtual int destroy_qp(ibv_qp* qp);
+    virtual int query_ece(ibv_qp* qp, ibv_ece* ece) { return EOPNOTSUPP; }
+    virtual int set_ece(ibv_qp* qp, ibv_ece* ece) { return EOPNOTSUPP; }
     virtual int query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) { return 0; }
     virtual ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
     virtual int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);

@@ -1,0 +1,109 @@
+// Address handles built from a received completion (UD replies), and
+// RoCE layer-2 resolution of a destination GID.
+#include "libibverbs/ibverbs.h"
+
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+
+#include <cstring>
+
+using namespace rdma::verbs;
+
+namespace {
+
+// For RoCE v2 over IPv4 the 40-byte GRH area of a UD receive buffer holds
+// the IPv4 header in its last 20 bytes; otherwise it is an IPv6/IB GRH.
+bool grh_holds_ipv4(const ibv_grh* grh) {
+    const auto* ip = reinterpret_cast<const uint8_t*>(grh) + 20;
+    if ((ip[0] >> 4) != 4 || (ip[0] & 0xf) != 5)
+        return false;
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2)
+        sum += (ip[i] << 8) | ip[i + 1];
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return sum == 0xffff;  // a valid header checksums to all ones
+}
+
+void ipv4_mapped(ibv_gid& gid, const uint8_t* addr4) {
+    std::memset(&gid, 0, sizeof(gid));
+    gid.raw[10] = gid.raw[11] = 0xff;
+    std::memcpy(&gid.raw[12], addr4, 4);
+}
+
+// The GID table index holding gid (of the given type), or -1.
+int find_sgid(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_type) {
+    ibv_port_attr pa{};
+    if (ibv_query_port(ctx, port, &pa))
+        return -1;
+    for (int i = 0; i < pa.gid_tbl_len; ++i) {
+        ibv_gid_entry e{};
+        if (ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(i), &e, 0))
+            continue;
+        if (std::memcmp(&e.gid, &gid, sizeof(gid)) == 0 && (want_type < 0 || e.gid_type == static_cast<uint32_t>(want_type)))
+            return i;
+    }
+    return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+RDMA_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                                    ibv_ah_attr* ah_attr) {
+    std::memset(ah_attr, 0, sizeof(*ah_attr));
+    ah_attr->dlid = wc->slid;
+    ah_attr->sl = wc->sl;
+    ah_attr->src_path_bits = wc->dlid_path_bits;
+    ah_attr->port_num = port_num;
+    if (!(wc->wc_flags & IBV_WC_GRH))
+        return 0;
+    ah_attr->is_global = 1;
+    ibv_gid local{};
+    int type = -1;
+    if (grh_holds_ipv4(grh)) {
+        const auto* ip = reinterpret_cast<const uint8_t*>(grh) + 20;
+        ipv4_mapped(ah_attr->grh.dgid, ip + 12);  // their source
+        ipv4_mapped(local, ip + 16);              // our destination
+        ah_attr->grh.traffic_class = ip[1];
+        ah_attr->grh.hop_limit = 0xff;
+        type = IBV_GID_TYPE_ROCE_V2;
+    } else {
+        const uint32_t vtf = ntohl(grh->version_tclass_flow);
+        ah_attr->grh.dgid = grh->sgid;
+        local = grh->dgid;
+        ah_attr->grh.flow_label = vtf & 0xfffff;
+        ah_attr->grh.traffic_class = static_cast<uint8_t>((vtf >> 20) & 0xff);
+        ah_attr->grh.hop_limit = 0xff;
+    }
+    int idx = find_sgid(context, port_num, local, type);
+    if (idx < 0 && type >= 0)
+        idx = find_sgid(context, port_num, local, -1);
+    if (idx < 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    ah_attr->grh.sgid_index = static_cast<uint8_t>(idx);
+    return 0;
+}
+
+RDMA_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
+    ibv_ah_attr attr;
+    if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+        return nullptr;
+    return ibv_create_ah(pd, &attr);
+}
+
+RDMA_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) { return Context::from(qp->context)->query_ece(qp, ece); }
+
+RDMA_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
+    // No vendor named: nothing to negotiate, as the reference answers.
+    if (!ece->vendor_id) {
+        errno = EOPNOTSUPP;
+        return EOPNOTSUPP;
+    }
+    return Context::from(qp->context)->set_ece(qp, ece);
+}
+
+}  // extern "C"
