@@ -147,6 +147,41 @@ TEST_F(Rxe, PkeyTable) {
     EXPECT_EQ(ibv_query_pkey(ctx_, 1, 1000, &pkey), -1);
 }
 
+TEST_F(Rxe, ResolveEthL2FromOwnGids) {
+    const std::string mac_text = rdma::read_sysfs_attr("/sys/class/net/dummy0/address").value();
+    unsigned m[6];
+    ASSERT_EQ(sscanf(mac_text.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]), 6);
+    ibv_gid_entry table[16];
+    ssize_t n = ibv_query_gid_table(ctx_, table, 16, 0);
+    ASSERT_GE(n, 2);
+    for (ssize_t i = 0; i < n; ++i) {
+        ibv_ah_attr ah{};
+        ah.is_global = 1;
+        ah.port_num = 1;
+        ah.grh.sgid_index = static_cast<uint8_t>(table[i].gid_index);
+        ah.grh.dgid = table[i].gid;
+        uint8_t mac[6] = {};
+        uint16_t vid = 0;
+        ASSERT_EQ(ibv_resolve_eth_l2_from_gid(ctx_, &ah, mac, &vid), 0) << i;
+        for (int k = 0; k < 6; ++k)
+            EXPECT_EQ(mac[k], m[k]) << i;
+        EXPECT_EQ(vid, 0xffff);  // dummy0 is no VLAN device
+    }
+    // Multicast GIDs map arithmetically.
+    ibv_ah_attr mc{};
+    mc.is_global = 1;
+    mc.port_num = 1;
+    mc.grh.sgid_index = static_cast<uint8_t>(table[0].gid_index);
+    const uint8_t v4mc[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 129, 2, 3};
+    memcpy(mc.grh.dgid.raw, v4mc, 16);
+    uint8_t mac[6];
+    ASSERT_EQ(ibv_resolve_eth_l2_from_gid(ctx_, &mc, mac, nullptr), 0);
+    const uint8_t want[6] = {0x01, 0x00, 0x5e, 0x01, 2, 3};
+    EXPECT_EQ(memcmp(mac, want, 6), 0);
+    mc.is_global = 0;
+    EXPECT_EQ(ibv_resolve_eth_l2_from_gid(ctx_, &mc, mac, nullptr), -EINVAL);
+}
+
 TEST(RxeLifetime, OpenCloseLeaksNothing) {
     const int before = count_fds();
     for (int i = 0; i < 50; ++i) {
