@@ -7,6 +7,14 @@
 # and is installed to ${CMAKE_INSTALL_MANDIR}/manSECTION. Without pandoc the
 # pages are skipped (one warning at configure time) so that a build never
 # fails for documentation.
+#
+#   rdma_man_alias(ibv_free_device_list.3 ibv_get_device_list.3)
+#
+# installs a page that only redirects to another one: a one-line roff stub
+# ".so man3/ibv_get_device_list.3" written to build/man/man3 at configure
+# time. Both names are NAME.SECTION; the target may be in another section.
+# Like the pages themselves, stubs are skipped without pandoc (the page they
+# point to would be missing).
 
 include_guard(GLOBAL)
 include(GNUInstallDirs)
@@ -59,4 +67,26 @@ function(rdma_man_pages)
     set(candidate ${target}_${n})
   endwhile()
   add_custom_target(${candidate} ALL DEPENDS ${pages})
+endfunction()
+
+function(rdma_man_alias alias target)
+  if(ARGN)
+    message(FATAL_ERROR "rdma_man_alias: takes exactly one alias and one target, got extra ${ARGN}")
+  endif()
+  foreach(page IN ITEMS ${alias} ${target})
+    if(NOT page MATCHES "^[^/]+\\.[1-9][a-z]*$")
+      message(FATAL_ERROR "rdma_man_alias: ${page} is not named NAME.SECTION")
+    endif()
+  endforeach()
+  if(NOT PANDOC_EXECUTABLE)
+    return()
+  endif()
+
+  string(REGEX REPLACE "^.*\\.([1-9])[a-z]*$" "\\1" alias_dir ${alias})
+  string(REGEX REPLACE "^.*\\.([1-9])[a-z]*$" "\\1" target_dir ${target})
+  set(out ${RDMA_MAN_DIR}/man${alias_dir}/${alias})
+  # file(CONFIGURE) rewrites the stub only when its text changes, so a
+  # re-run of cmake does not make installed stubs look new.
+  file(CONFIGURE OUTPUT ${out} CONTENT ".so man${target_dir}/${target}\n" @ONLY)
+  install(FILES ${out} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${alias_dir})
 endfunction()
