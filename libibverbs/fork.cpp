@@ -18,6 +18,7 @@ namespace {
 
 std::mutex g_fork_mutex;
 bool g_fork_enabled = false;
+bool g_too_late = false;  // memory was registered before ibv_fork_init
 long g_page_size = 0;
 
 // Disjoint page-aligned intervals [start, end) with their reference count.
@@ -96,6 +97,10 @@ RDMA_EXPORT int ibv_fork_init(void) {
         return 0;
     if (kernel_copy_on_fork())
         return 0;
+    // Ranges registered earlier were never marked: protection can no
+    // longer be complete, so refuse rather than pretend.
+    if (g_too_late)
+        return EINVAL;
     g_page_size = sysconf(_SC_PAGESIZE);
     if (g_page_size <= 0)
         return errno;
@@ -122,7 +127,11 @@ RDMA_EXPORT ibv_fork_status ibv_is_fork_initialized(void) {
 
 RDMA_EXPORT int ibv_dontfork_range(void* base, size_t size) {
     std::lock_guard lock(g_fork_mutex);
-    return g_fork_enabled ? adjust(base, size, +1) : 0;
+    if (!g_fork_enabled) {
+        g_too_late = true;
+        return 0;
+    }
+    return adjust(base, size, +1);
 }
 
 RDMA_EXPORT int ibv_dofork_range(void* base, size_t size) {
