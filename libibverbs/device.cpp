@@ -279,3 +279,12 @@ RDMA_EXPORT int ibv_close_device(ibv_context* context) {
 }
 
 }  // extern "C"
+
+// These names also have a 1.0 ABI version (compat_1_0.cpp): the
+// definitions here are bound to IBVERBS_1.1 as the default version.
+RDMA_DEFAULT_VERSION(ibv_get_device_list, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_free_device_list, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_get_device_name, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_get_device_guid, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_open_device, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_close_device, IBVERBS_1.1);

@@ -17,6 +17,9 @@
 #include <time.h>
 
 #define RDMA_EXPORT __attribute__((visibility("default")))
+// Bind an exported C function to a version node as its default version;
+// needed where an older version of the same name also exists.
+#define RDMA_DEFAULT_VERSION(name, node) __asm__(".symver " #name "," #name "@@@" #node)
 
 namespace rdma::verbs {
 

@@ -91,3 +91,8 @@ RDMA_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
 }
 
 }  // extern "C"
+
+// These names also have a 1.0 ABI version (compat_1_0.cpp): the
+// definitions here are bound to IBVERBS_1.1 as the default version.
+RDMA_DEFAULT_VERSION(ibv_get_async_event, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_ack_async_event, IBVERBS_1.1);

@@ -230,3 +230,10 @@ RDMA_EXPORT int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be1
 }
 
 }  // extern "C"
+
+// These names also have a 1.0 ABI version (compat_1_0.cpp): the
+// definitions here are bound to IBVERBS_1.1 as the default version.
+RDMA_DEFAULT_VERSION(ibv_query_device, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_query_port, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_query_gid, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_query_pkey, IBVERBS_1.1);

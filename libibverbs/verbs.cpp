@@ -259,3 +259,27 @@ RDMA_EXPORT int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
 }
 
 }  // extern "C"
+
+// These names also have a 1.0 ABI version (compat_1_0.cpp): the
+// definitions here are bound to IBVERBS_1.1 as the default version.
+RDMA_DEFAULT_VERSION(ibv_alloc_pd, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_dealloc_pd, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_reg_mr, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_dereg_mr, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_create_cq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_resize_cq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_destroy_cq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_get_cq_event, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_ack_cq_events, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_create_srq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_modify_srq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_query_srq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_destroy_srq, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_create_qp, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_query_qp, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_modify_qp, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_destroy_qp, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_create_ah, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_destroy_ah, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_attach_mcast, IBVERBS_1.1);
+RDMA_DEFAULT_VERSION(ibv_detach_mcast, IBVERBS_1.1);
