@@ -1,32 +1,192 @@
 // Soft-RoCE (rdma_rxe) provider: the kernel implements the device in
 // software; userspace shares its queues through mmap (see rdma_user_rxe.h).
-// This part covers matching and the device context; the queue objects and
-// the data path come with the verbs data-path work.
-#include "libibverbs/driver.h"
+// This file: matching, the device context, and the objects without a
+// queue (PD, MR, MW, AH, multicast). Queues: cq.cpp, qp.cpp, srq.cpp.
+#include "providers/rxe/rxe.h"
 
 #include <rdma/ib_user_ioctl_verbs.h>
-#include <rdma/rdma_user_rxe.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <memory>
 #include <new>
 
 namespace rdma::rxe {
-namespace {
 
 using namespace rdma::verbs;
 
-class RxeContext final : public Context {
-public:
-    using Context::Context;
+RxeContext::RxeContext(Device& device, int cmd_fd) : Context(device, cmd_fd) {
+    ibv_context_ops& ops = ibv()->ops;
+    ops.poll_cq = poll_cq;
+    ops.req_notify_cq = req_notify_cq;
+    ops.post_send = post_send;
+    ops.post_recv = post_recv;
+    ops.post_srq_recv = post_srq_recv;
+    ops.bind_mw = bind_mw;
+}
 
-    int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
-                        size_t attr_size) override {
-        uint64_t raw_fw = 0;
-        if (int e = cmd_query_device_ex(input, attr, attr_size, &raw_fw))
-            return e;
-        format_fw_ver(raw_fw, attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver));
-        return 0;
+int RxeContext::query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
+                                size_t attr_size) {
+    uint64_t raw_fw = 0;
+    if (int e = cmd_query_device_ex(input, attr, attr_size, &raw_fw))
+        return e;
+    format_fw_ver(raw_fw, attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver));
+    return 0;
+}
+
+// ---------------------------------------------------------------------- PD
+
+ibv_pd* RxeContext::alloc_pd() {
+    auto pd = std::unique_ptr<ibv_pd>(new (std::nothrow) ibv_pd{});
+    if (!pd) {
+        errno = ENOMEM;
+        return nullptr;
     }
-};
+    if (int e = cmd_alloc_pd(pd.get())) {
+        errno = e;
+        return nullptr;
+    }
+    return pd.release();
+}
+
+int RxeContext::dealloc_pd(ibv_pd* pd) {
+    if (int e = cmd_dealloc_pd(pd))
+        return e;  // EBUSY while objects still use it: the PD stays valid
+    delete pd;
+    return 0;
+}
+
+// ---------------------------------------------------------------------- MR
+
+ibv_mr* RxeContext::reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
+    auto mr = std::unique_ptr<VerbsMr>(new (std::nothrow) VerbsMr{});
+    if (!mr) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (int e = cmd_reg_mr(pd, addr, length, hca_va, access, mr.get())) {
+        errno = e;
+        return nullptr;
+    }
+    return &mr.release()->mr;
+}
+
+// rxe's kernel accepts a new PD and new access flags; a new translation
+// it refuses itself (EOPNOTSUPP), so there is nothing to check here.
+int RxeContext::rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+    return cmd_rereg_mr(mr, flags, pd, addr, length, access);
+}
+
+int RxeContext::dereg_mr(VerbsMr* mr) {
+    if (int e = cmd_dereg_mr(mr))
+        return e;
+    delete mr;
+    return 0;
+}
+
+// ---------------------------------------------------------------------- MW
+
+ibv_mw* RxeContext::alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+    auto mw = std::unique_ptr<ibv_mw>(new (std::nothrow) ibv_mw{});
+    if (!mw) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (int e = cmd_alloc_mw(pd, type, mw.get())) {
+        errno = e;
+        return nullptr;
+    }
+    return mw.release();
+}
+
+int RxeContext::dealloc_mw(ibv_mw* mw) {
+    if (int e = cmd_dealloc_mw(mw))
+        return e;
+    delete mw;
+    return 0;
+}
+
+// ---------------------------------------------------------------------- AH
+
+namespace {
+
+bool is_v4_mapped(const ibv_gid& gid) {
+    static constexpr uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return std::memcmp(gid.raw, kPrefix, sizeof(kPrefix)) == 0;
+}
+
+// A RoCE GID is an IP address: IPv4 ones are v4-mapped IPv6.
+void gid_to_sockaddr(const ibv_gid& gid, bool v4, decltype(rxe_av::sgid_addr)& out) {
+    std::memset(&out, 0, sizeof(out));
+    if (v4) {
+        out._sockaddr_in.sin_family = AF_INET;
+        std::memcpy(&out._sockaddr_in.sin_addr, gid.raw + 12, 4);
+    } else {
+        out._sockaddr_in6.sin6_family = AF_INET6;
+        std::memcpy(&out._sockaddr_in6.sin6_addr, gid.raw, 16);
+    }
+}
+
+}  // namespace
+
+int fill_av(ibv_context* context, const ibv_ah_attr& attr, rxe_av& av) {
+    std::memset(&av, 0, sizeof(av));
+    ibv_gid sgid{};
+    if (ibv_query_gid(context, attr.port_num, attr.grh.sgid_index, &sgid))
+        return errno ? errno : EINVAL;
+    const bool v4 = is_v4_mapped(sgid);
+    av.port_num = attr.port_num;
+    av.network_type = v4 ? RXE_NETWORK_TYPE_IPV4 : RXE_NETWORK_TYPE_IPV6;
+    std::memcpy(av.grh.dgid.raw, attr.grh.dgid.raw, 16);
+    av.grh.flow_label = attr.grh.flow_label;
+    av.grh.sgid_index = attr.grh.sgid_index;
+    av.grh.hop_limit = attr.grh.hop_limit;
+    av.grh.traffic_class = attr.grh.traffic_class;
+    gid_to_sockaddr(sgid, v4, av.sgid_addr);
+    gid_to_sockaddr(attr.grh.dgid, v4, av.dgid_addr);
+    // The destination MAC stays zero: only kernels that predate ah_num read
+    // this av, and those are older than anything this library supports.
+    return 0;
+}
+
+ibv_ah* RxeContext::create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+    auto ah = std::unique_ptr<RxeAh>(new (std::nothrow) RxeAh{});
+    if (!ah) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    rxe_create_ah_resp resp{};
+    if (int e = cmd_create_ah(pd, attr, &ah->ah, Udata{nullptr, 0, &resp, sizeof(resp)})) {
+        errno = e;
+        return nullptr;
+    }
+    ah->ah_num = resp.ah_num;
+    if (!ah->ah_num) {
+        if (int e = fill_av(ibv(), *attr, ah->av)) {
+            cmd_destroy_ah(&ah->ah);
+            errno = e;
+            return nullptr;
+        }
+    }
+    return &ah.release()->ah;
+}
+
+int RxeContext::destroy_ah(ibv_ah* ah) {
+    if (int e = cmd_destroy_ah(ah))
+        return e;
+    delete to_ah(ah);
+    return 0;
+}
+
+int RxeContext::attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) { return cmd_attach_mcast(qp, gid, lid); }
+
+int RxeContext::detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) { return cmd_detach_mcast(qp, gid, lid); }
+
+// ------------------------------------------------------------ the provider
+
+namespace {
 
 class RxeDevice final : public Device {
 public:
