@@ -1116,6 +1116,53 @@ TEST_F(RxeVerbs, ExtendedQpSendOps) {
     EXPECT_EQ(ibv_poll_cq(cq_, 1, &w), 0);
 }
 
+TEST_F(RxeVerbs, ExtendedQpUdSendWithInlineData) {
+    ibv_qp_init_attr_ex xa{};
+    xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    xa.pd = pd_;
+    xa.send_cq = cq_;
+    xa.recv_cq = cq_;
+    xa.qp_type = IBV_QPT_UD;
+    xa.cap.max_send_wr = 8;
+    xa.cap.max_recv_wr = 8;
+    xa.cap.max_send_sge = 1;
+    xa.cap.max_recv_sge = 1;
+    xa.cap.max_inline_data = 64;
+    xa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+    ibv_qp* a = ibv_create_qp_ex(ctx_, &xa);
+    ASSERT_NE(a, nullptr) << strerror(errno);
+    qps_.push_back(a);
+    EXPECT_GE(xa.cap.max_inline_data, 64u);
+    ibv_qp* b = make_qp(IBV_QPT_UD);
+    ASSERT_TRUE(b);
+    bring_up(a, 0);
+    bring_up(b, 0);
+    ibv_ah_attr aa = ah_attr();
+    ibv_ah* ah = ibv_create_ah(pd_, &aa);
+    ASSERT_NE(ah, nullptr);
+    Buffer& dst = buffer(40 + 64);
+    ASSERT_EQ(post_recv(b, 900, {sge(dst, 0, 40 + 64)}), 0);
+    ibv_qp_ex* qx = ibv_qp_to_qp_ex(a);
+    ASSERT_NE(qx, nullptr);
+    ibv_wr_start(qx);
+    qx->wr_id = 901;
+    qx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send_imm(qx, htonl(42));
+    ibv_wr_set_ud_addr(qx, ah, b->qp_num, kQkey);
+    const ibv_data_buf parts[2] = {{const_cast<char*>("two "), 4}, {const_cast<char*>("pieces"), 6}};
+    ibv_wr_set_inline_data_list(qx, 2, parts);
+    ASSERT_EQ(ibv_wr_complete(qx), 0);
+    auto wcs = wait(2);
+    const ibv_wc* rw = find(wcs, 900);
+    ASSERT_TRUE(rw);
+    EXPECT_EQ(rw->status, IBV_WC_SUCCESS);
+    EXPECT_EQ(rw->byte_len, 40u + 10u);
+    EXPECT_EQ(rw->src_qp, a->qp_num);
+    EXPECT_EQ(ntohl(rw->imm_data), 42u);
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(dst.bytes.data()) + 40, 10), "two pieces");
+    EXPECT_EQ(ibv_destroy_ah(ah), 0);
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST_F(RxeVerbs, InvalidLkeyFailsInTheCompletion) {
