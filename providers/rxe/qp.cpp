@@ -93,7 +93,8 @@ int fill_send(RxeQp& qp, rxe_queue_buf* q, const ibv_send_wr& wr, uint32_t& inde
         return EINVAL;
     if ((wr.send_flags & IBV_SEND_INLINE) && length > sq.max_inline)
         return EINVAL;
-    if (wr.opcode == IBV_WR_BIND_MW && (wr.num_sge || (type != IBV_QPT_RC && type != IBV_QPT_UC)))
+    if (wr.opcode == IBV_WR_BIND_MW &&
+        (!wr.bind_mw.mw || wr.num_sge || (type != IBV_QPT_RC && type != IBV_QPT_UC)))
         return EINVAL;
     const bool ud_send = type == IBV_QPT_UD && (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM);
     if (ud_send && !wr.wr.ud.ah)
