@@ -12,9 +12,15 @@ using namespace rdma::verbs;
 namespace {
 
 // For RoCE v2 over IPv4 the 40-byte GRH area of a UD receive buffer holds
-// the IPv4 header in its last 20 bytes; otherwise it is an IPv6/IB GRH.
+// the IPv4 header in its last 20 bytes (the first 20 are unspecified).
+// Anything whose first nibble is not IPv6's version is taken as IPv4 when
+// byte 20 says so; when both could apply, a valid IPv4 header checksum
+// decides.
 bool grh_holds_ipv4(const ibv_grh* grh) {
     const auto* ip = reinterpret_cast<const uint8_t*>(grh) + 20;
+    const unsigned v6_version = ntohl(grh->version_tclass_flow) >> 28;
+    if (v6_version != 6)
+        return (ip[0] >> 4) == 4;
     if ((ip[0] >> 4) != 4 || (ip[0] & 0xf) != 5)
         return false;
     uint32_t sum = 0;
