@@ -22,12 +22,16 @@ stack_env() {  # the environment prefix for a stack
 run_perftest() {  # stack test
     local stack=$1 t=$2 e; e=$(stack_env "$stack")
     local srv=/tmp/bench.srv cli=/tmp/bench.cli
-    $e /usr/bin/$t -d rxe0 -x "$GID" ${ARGS[$t]} > $srv 2>&1 &
+    timeout 150 $e /usr/bin/$t -d rxe0 -x "$GID" ${ARGS[$t]} > $srv 2>&1 &
     local pid=$!
     sleep 1
     timeout 120 $e /usr/bin/$t -d rxe0 -x "$GID" ${ARGS[$t]} 10.78.0.1 > $cli 2>&1
     local rc=$?
-    wait $pid
+    # A server left waiting (client failed) must not stall the run.
+    sleep 1
+    kill $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    echo "$stack $t rc=$rc" >&2
     if [ $rc != 0 ]; then
         echo "$stack $t failed rc=$rc" >&2; sed 's/^/    /' $cli >&2
         echo "$stack $t failed 1" >> "$OUT"
