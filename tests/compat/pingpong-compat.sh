@@ -115,7 +115,7 @@ if [ "$gid" = auto ]; then
 		[ -n "$gid" ] || { echo "pingpong-compat.sh: no RoCE v2 GID on $dev port 1" >&2; exit 2; }
 	fi
 fi
-gopt=${gid:+-g $gid}
+gopt="-d $dev${gid:+ -g $gid}"
 
 # run SIDE OUTPREFIX PROGRAM ARGS...: one run of one side, outputs captured;
 # stdin is closed, and the run is stopped after $limit seconds.
@@ -318,12 +318,38 @@ check ibv_rc_pingpong -j -p $closed $host
 check ibv_rc_pingpong -N -p $closed $host
 check ibv_srq_pingpong -o -p $closed $host
 
-# asyncwatch: options, and the events of one port going down and up.
+# asyncwatch's options; its events come at the end.
 check ibv_asyncwatch -h
 check ibv_asyncwatch --help
 check ibv_asyncwatch -x
 check ibv_asyncwatch -d nosuchdev
 check ibv_asyncwatch --ib-dev
+
+# Connected runs: every program, in both roles, polling and sleeping on
+# events, a few sizes and depths, and a run with a bad peer setting.
+connected ibv_rc_pingpong $gopt -n 20
+connected ibv_rc_pingpong $gopt -n 20 -e
+connected ibv_rc_pingpong $gopt -n 10 -s 1
+connected ibv_rc_pingpong $gopt -n 5 -s 65536 -m 512
+connected ibv_rc_pingpong $gopt -n 30 -r 4 -c
+connected ibv_rc_pingpong $gopt -n 10 -e -c -s 10000
+connected ibv_rc_pingpong $gopt -n 10 -N
+connected ibv_rc_pingpong -d $dev -n 5
+connected ibv_uc_pingpong $gopt -n 20
+connected ibv_uc_pingpong $gopt -n 20 -e
+connected ibv_uc_pingpong $gopt -n 10 -s 1 -c
+connected ibv_uc_pingpong $gopt -n 10 -s 3000 -m 2048 -r 3
+connected ibv_ud_pingpong $gopt -n 20
+connected ibv_ud_pingpong $gopt -n 20 -e
+connected ibv_ud_pingpong $gopt -n 10 -s 1 -c
+connected ibv_ud_pingpong $gopt -n 20 -s 512 -r 3
+connected ibv_srq_pingpong $gopt -n 40
+connected ibv_srq_pingpong $gopt -n 40 -e
+connected ibv_srq_pingpong $gopt -n 20 -q 1 -r 2 -c
+connected ibv_srq_pingpong $gopt -n 30 -q 4 -r 8 -s 100
+
+# asyncwatch while the port goes down and up. Last, since the bounce takes
+# the port's GIDs away for a moment.
 netdev=$(ls "$port_dir/gid_attrs/ndevs" >/dev/null 2>&1 &&
 	cat "$port_dir"/gid_attrs/ndevs/* 2>/dev/null | grep -v '^$' | head -n 1)
 if [ -n "$netdev" ] && command -v ip >/dev/null && selected ibv_asyncwatch -d "$dev"; then
@@ -349,29 +375,6 @@ if [ -n "$netdev" ] && command -v ip >/dev/null && selected ibv_asyncwatch -d "$
 		show_diff "$work/$n.ref" "$work/$n.test" run
 	fi
 fi
-
-# Connected runs: every program, in both roles, polling and sleeping on
-# events, a few sizes and depths, and a run with a bad peer setting.
-connected ibv_rc_pingpong $gopt -n 20
-connected ibv_rc_pingpong $gopt -n 20 -e
-connected ibv_rc_pingpong $gopt -n 10 -s 1
-connected ibv_rc_pingpong $gopt -n 5 -s 65536 -m 512
-connected ibv_rc_pingpong $gopt -n 30 -r 4 -c
-connected ibv_rc_pingpong $gopt -n 10 -e -c -s 10000
-connected ibv_rc_pingpong $gopt -n 10 -N
-connected ibv_rc_pingpong -n 5
-connected ibv_uc_pingpong $gopt -n 20
-connected ibv_uc_pingpong $gopt -n 20 -e
-connected ibv_uc_pingpong $gopt -n 10 -s 1 -c
-connected ibv_uc_pingpong $gopt -n 10 -s 3000 -m 2048 -r 3
-connected ibv_ud_pingpong $gopt -n 20
-connected ibv_ud_pingpong $gopt -n 20 -e
-connected ibv_ud_pingpong $gopt -n 10 -s 1 -c
-connected ibv_ud_pingpong $gopt -n 20 -s 512 -r 3
-connected ibv_srq_pingpong $gopt -n 40
-connected ibv_srq_pingpong $gopt -n 40 -e
-connected ibv_srq_pingpong $gopt -n 20 -q 1 -r 2 -c
-connected ibv_srq_pingpong $gopt -n 30 -q 4 -r 8 -s 100
 
 echo "pingpong-compat: $cases cases, $failed differ (device $dev${gid:+, GID index $gid})"
 [ $failed -eq 0 ]
