@@ -198,6 +198,7 @@ using namespace rdma::verbs;
 extern "C" {
 
 RDMA_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
+    const int saved_errno = errno;  // a success leaves errno as it was
     if (num_devices)
         *num_devices = 0;
     std::lock_guard lock(g_list_mutex);
@@ -217,6 +218,7 @@ RDMA_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
     }
     if (num_devices)
         *num_devices = static_cast<int>(n);
+    errno = saved_errno;
     return list;
 }
 
@@ -251,6 +253,7 @@ RDMA_EXPORT int ibv_get_device_index(ibv_device* device) {
 }
 
 RDMA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
+    const int saved_errno = errno;
     Device* d = Device::from(device);
     const std::string path = "/dev/infiniband/" + d->sysfs().sysfs_name;
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -270,6 +273,7 @@ RDMA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
         errno = e;
         return nullptr;
     }
+    errno = saved_errno;
     return ctx->ibv();
 }
 
