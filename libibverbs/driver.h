@@ -8,6 +8,8 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -83,6 +85,37 @@ struct VerbsSrq {
     ibv_srq srq;
     ibv_srq_type srq_type;
     uint32_t srq_num;
+};
+
+// The legacy POST_SEND command with no work requests, prepared once per QP
+// so that ringing it is a single write(2): the doorbell of software
+// providers whose kernel reads the shared send queue (rxe). The response
+// (the kernel always writes bad_wr) lands in this object.
+class PreparedDoorbell {
+public:
+    void prepare(int cmd_fd, uint32_t qp_handle) {
+        fd_ = cmd_fd;
+        ib_uverbs_cmd_hdr hdr{};
+        hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+        hdr.in_words = static_cast<uint16_t>(sizeof(msg_) / 4);
+        hdr.out_words = static_cast<uint16_t>(sizeof(resp_) / 4);
+        ib_uverbs_post_send cmd{};
+        cmd.response = reinterpret_cast<uintptr_t>(&resp_);
+        cmd.qp_handle = qp_handle;
+        cmd.wqe_size = sizeof(ibv_send_wr);
+        __builtin_memcpy(msg_, &hdr, sizeof(hdr));
+        __builtin_memcpy(msg_ + sizeof(hdr), &cmd, sizeof(cmd));
+    }
+    // 0 or the errno of the write.
+    int ring() {
+        ssize_t n = ::write(fd_, msg_, sizeof(msg_));
+        return n == static_cast<ssize_t>(sizeof(msg_)) ? 0 : (n < 0 ? errno : EIO);
+    }
+
+private:
+    alignas(8) unsigned char msg_[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_post_send)] = {};
+    ib_uverbs_post_send_resp resp_{};
+    int fd_ = -1;
 };
 
 // Driver-specific command and response data (the kernel's "udata").

@@ -103,9 +103,7 @@ int RxeContext::destroy_cq(ibv_cq* ibcq) {
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
     RxeCq* cq = to_cq(ibcq);
     std::lock_guard guard(cq->lock);
-    rxe_queue_buf* q = cq->queue.buf();
-    if (!q) [[unlikely]]
-        return -EIO;
+    rxe_queue_buf* q = cq->queue.buf();  // mapped for the CQ's whole life
     uint32_t index = ring::consumed(q);
     int n = 0;
     while (n < num_entries && !ring::empty_at(q, index)) {

@@ -155,7 +155,6 @@ int fill_recv(const WorkQueue& wq, rxe_queue_buf* q, const ibv_recv_wr& wr, uint
     return 0;
 }
 
-int doorbell(ibv_qp* qp) { return Context::from(qp->context)->cmd_post_send_doorbell(qp); }
 
 }  // namespace
 
@@ -188,6 +187,7 @@ RxeQp* RxeContext::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     qp->sq.max_sge = attr->cap.max_send_sge;
     qp->sq.max_inline = attr->cap.max_inline_data;
     qp->rq.max_sge = attr->srq ? 0 : attr->cap.max_recv_sge;
+    qp->doorbell.prepare(cmd_fd(), qp->vqp.qp()->handle);
     return qp.release();
 }
 
@@ -275,7 +275,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         }
     }
     // The kernel only looks at the ring when told to; nothing new, no call.
-    const int db = posted ? doorbell(ibqp) : 0;
+    const int db = posted ? qp->doorbell.ring() : 0;
     return err ? err : db;
 }
 
@@ -383,7 +383,7 @@ int wr_complete(ibv_qp_ex* qpx) {
     qp->sq.lock.unlock();
     if (err)
         return err;
-    return posted ? doorbell(qp->vqp.qp()) : 0;
+    return posted ? qp->doorbell.ring() : 0;
 }
 
 void wr_abort(ibv_qp_ex* qpx) {

@@ -47,6 +47,7 @@ struct RxeQp {
     VerbsQp vqp;
     WorkQueue sq;
     WorkQueue rq;  // unmapped when receives go to an SRQ
+    verbs::PreparedDoorbell doorbell;  // the empty POST_SEND after new send WQEs
     // ibv_wr_* batches (between wr_start and wr_complete/wr_abort, under
     // sq.lock): next free slot, the WQE the setters apply to, first error.
     uint32_t wr_index;
