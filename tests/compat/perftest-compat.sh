@@ -1,0 +1,42 @@
+#!/bin/bash
+# perftest-compat.sh BUILD: Debian's prebuilt perftest programs run unchanged
+# on our libraries (LD_LIBRARY_PATH=BUILD/lib): each of the eight classic
+# tests, server and client over the first RDMA device, must finish with
+# exit status 0 and print its result line. Numbers are not judged here (see
+# tests/bench/run for ours vs the reference). Exits 77 when perftest is not
+# installed.
+set -u
+build=$1
+gid=${PERFTEST_GID:-1}
+tests="ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw"
+for t in $tests; do
+    [ -x /usr/bin/$t ] || { echo "SKIP: Debian's perftest is not installed"; exit 77; }
+done
+dev=$(ls /sys/class/infiniband | head -n 1)
+[ -n "$dev" ] || { echo "no RDMA device"; exit 2; }
+export LD_LIBRARY_PATH=$build/lib
+work=$(mktemp -d)
+fail=0
+for t in $tests; do
+    case $t in *_lat) args="-n 200" ;; *) args="-n 500 -s 1024" ;; esac
+    case $t in ib_atomic_*) args="-n 200" ;; esac
+    timeout 120 /usr/bin/$t -d "$dev" -x "$gid" $args > "$work/srv" 2>&1 &
+    srv=$!
+    sleep 1
+    timeout 100 /usr/bin/$t -d "$dev" -x "$gid" $args 127.0.0.1 > "$work/cli" 2>&1
+    crc=$?
+    wait $srv
+    src=$?
+    # The result line follows the "#bytes" header.
+    result=$(awk '/#bytes/ {getline; print; exit}' "$work/cli" | tr -s ' \t' ' ')
+    if [ $crc = 0 ] && [ $src = 0 ] && [ -n "$result" ]; then
+        echo "ok    $t $args:$result"
+    else
+        echo "FAIL  $t $args (client exit $crc, server exit $src)"
+        sed 's/^/      client| /' "$work/cli" | tail -n 15
+        sed 's/^/      server| /' "$work/srv" | tail -n 15
+        fail=1
+    fi
+done
+rm -rf "$work"
+exit $fail
