@@ -472,15 +472,6 @@ int Context::cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
     return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DETACH_MCAST, cmd);
 }
 
-int Context::cmd_post_send_doorbell(ibv_qp* qp) {
-    ib_uverbs_post_send cmd{};
-    cmd.qp_handle = qp->handle;
-    cmd.wr_count = 0;
-    cmd.sge_count = 0;
-    cmd.wqe_size = sizeof(ibv_send_wr);
-    ib_uverbs_post_send_resp resp{};
-    return exec(cmd_fd(), IB_USER_VERBS_CMD_POST_SEND, cmd, resp, Udata{});
-}
 
 // -------------------------------------------------- defaults: unsupported
 

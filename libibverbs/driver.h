@@ -264,9 +264,6 @@ public:
     int cmd_destroy_ah(ibv_ah* ah);
     int cmd_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
     int cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
-    // The legacy POST_SEND command with no work requests: the doorbell of
-    // software providers whose kernel reads the shared send queue (rxe).
-    int cmd_post_send_doorbell(ibv_qp* qp);
 
     // Shared implementations providers call from their overrides.
     int cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size,
