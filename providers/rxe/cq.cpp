@@ -61,7 +61,8 @@ ibv_cq_ex* RxeContext::create_cq_ex(ibv_cq_init_attr_ex* attr) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
-    // Single-threaded is a promise to userspace only; we keep the lock.
+    // Single-threaded is a promise to userspace only: the extended poll
+    // functions of such a CQ take no lock.
     if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
         (attr->flags & ~static_cast<uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
         errno = EOPNOTSUPP;
@@ -75,6 +76,8 @@ ibv_cq_ex* RxeContext::create_cq_ex(ibv_cq_init_attr_ex* attr) {
     if (!cq)
         return nullptr;
     cq->vcq.cq_ex.cq_context = attr->cq_context;
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
+        install_cq_ex_ops(cq->vcq.cq_ex, true);
     return &cq->vcq.cq_ex;
 }
 
@@ -130,19 +133,25 @@ void load_current(RxeCq* cq) {
     cq->vcq.cq_ex.wr_id = cq->poll_wc->wr_id;
 }
 
-// The lock is held from a successful start_poll until end_poll.
+// The lock is held from a successful start_poll until end_poll. CQs
+// created with IBV_CREATE_CQ_ATTR_SINGLE_THREADED get the Locked=false
+// instances: the application promised one thread, so no lock at all.
+template <bool Locked>
 int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr*) {
     RxeCq* cq = to_cq(current);
-    cq->lock.lock();
+    if constexpr (Locked)
+        cq->lock.lock();
     rxe_queue_buf* q = cq->queue.buf();
     if (!q) [[unlikely]] {
-        cq->lock.unlock();
+        if constexpr (Locked)
+            cq->lock.unlock();
         return EIO;
     }
     cq->poll_index = ring::consumed(q);
     if (ring::empty_at(q, cq->poll_index)) {
         cq->poll_wc = nullptr;
-        cq->lock.unlock();
+        if constexpr (Locked)
+            cq->lock.unlock();
         return ENOENT;
     }
     load_current(cq);
@@ -164,6 +173,7 @@ int next_poll(ibv_cq_ex* current) {
     return 0;
 }
 
+template <bool Locked>
 void end_poll(ibv_cq_ex* current) {
     RxeCq* cq = to_cq(current);
     rxe_queue_buf* q = cq->queue.buf();
@@ -172,7 +182,8 @@ void end_poll(ibv_cq_ex* current) {
         cq->poll_wc = nullptr;
     }
     ring::retire(q, cq->poll_index);
-    cq->lock.unlock();
+    if constexpr (Locked)
+        cq->lock.unlock();
 }
 
 const ib_uverbs_wc& cur(ibv_cq_ex* current) { return *to_cq(current)->poll_wc; }
@@ -191,10 +202,10 @@ uint8_t read_dlid_path_bits(ibv_cq_ex* c) { return cur(c).dlid_path_bits; }
 
 }  // namespace
 
-void install_cq_ex_ops(ibv_cq_ex& cq) {
-    cq.start_poll = start_poll;
+void install_cq_ex_ops(ibv_cq_ex& cq, bool single_threaded) {
+    cq.start_poll = single_threaded ? start_poll<false> : start_poll<true>;
     cq.next_poll = next_poll;
-    cq.end_poll = end_poll;
+    cq.end_poll = single_threaded ? end_poll<false> : end_poll<true>;
     cq.read_opcode = read_opcode;
     cq.read_vendor_err = read_vendor_err;
     cq.read_byte_len = read_byte_len;

@@ -131,7 +131,7 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
 
-void install_cq_ex_ops(ibv_cq_ex& cq);
+void install_cq_ex_ops(ibv_cq_ex& cq, bool single_threaded = false);
 void install_qp_ex_ops(ibv_qp_ex& qp);
 
 // The inline address vector for kernels that do not report an ah_num.

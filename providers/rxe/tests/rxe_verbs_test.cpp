@@ -981,63 +981,78 @@ TEST_F(RxeVerbs, CompletionChannelEvent) {
 }
 
 TEST_F(RxeVerbs, ExtendedCqPolling) {
-    ibv_cq_init_attr_ex ca{};
-    ca.cqe = 16;
-    ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM;
-    ibv_cq_ex* cqx = ibv_create_cq_ex(ctx_, &ca);
-    ASSERT_NE(cqx, nullptr) << strerror(errno);
-    ibv_cq_init_attr_ex bad = ca;
-    bad.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-    EXPECT_EQ(ibv_create_cq_ex(ctx_, &bad), nullptr);
-    EXPECT_EQ(errno, EOPNOTSUPP);
-    ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
-    ibv_qp* a = make_qp(IBV_QPT_RC, nullptr, 16, 64, cq);
-    ibv_qp* b = make_qp(IBV_QPT_RC, nullptr, 16, 64, cq);
-    ASSERT_TRUE(a && b);
-    connect(a, b);
-    ibv_poll_cq_attr pa{};
-    EXPECT_EQ(ibv_start_poll(cqx, &pa), ENOENT);
-    Buffer& src = buffer(48, kAllAccess, 2);
-    Buffer& dst = buffer(48);
-    ASSERT_EQ(post_recv(b, 400, {sge(dst, 0, 48)}), 0);
-    ibv_sge s = sge(src, 0, 48);
-    ibv_send_wr wr{};
-    wr.wr_id = 401;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND_WITH_IMM;
-    wr.imm_data = htonl(123);
-    wr.send_flags = IBV_SEND_SIGNALED;
-    ASSERT_EQ(post_send(a, wr), 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    int seen = 0;
-    int rc = ibv_start_poll(cqx, &pa);
-    ASSERT_EQ(rc, 0);
-    do {
-        ++seen;
-        EXPECT_EQ(cqx->status, IBV_WC_SUCCESS);
-        if (cqx->wr_id == 400) {
-            EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RECV);
-            EXPECT_EQ(ibv_wc_read_byte_len(cqx), 48u);
-            EXPECT_EQ(ntohl(ibv_wc_read_imm_data(cqx)), 123u);
-            EXPECT_TRUE(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM);
-            EXPECT_EQ(ibv_wc_read_qp_num(cqx), b->qp_num);
-        } else {
-            EXPECT_EQ(cqx->wr_id, 401u);
-            EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_SEND);
-        }
-    } while ((rc = ibv_next_poll(cqx)) == 0);
-    EXPECT_EQ(rc, ENOENT);
-    ibv_end_poll(cqx);
-    EXPECT_EQ(seen, 2);
-    EXPECT_EQ(ibv_start_poll(cqx, &pa), ENOENT);  // both consumed, nothing more
-    ibv_wc w;
-    EXPECT_EQ(ibv_poll_cq(cq, 1, &w), 0);
-    for (ibv_qp* q : {b, a}) {
-        EXPECT_EQ(ibv_destroy_qp(q), 0);
-        qps_.pop_back();
+    for (bool single : {false, true}) {
+        SCOPED_TRACE(single ? "single-threaded CQ" : "default CQ");
+        [&] {
+            ibv_cq_init_attr_ex ca{};
+            ca.cqe = 16;
+            ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM;
+            if (single) {
+                ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+                ca.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+            }
+            ibv_cq_ex* cqx = ibv_create_cq_ex(ctx_, &ca);
+            ASSERT_NE(cqx, nullptr) << strerror(errno);
+            // Single-threaded CQs poll through the lock-free variants.
+            static void* locked_start = nullptr;
+            if (!single)
+                locked_start = reinterpret_cast<void*>(cqx->start_poll);
+            else
+                EXPECT_NE(reinterpret_cast<void*>(cqx->start_poll), locked_start);
+            ibv_cq_init_attr_ex bad = ca;
+            bad.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+            EXPECT_EQ(ibv_create_cq_ex(ctx_, &bad), nullptr);
+            EXPECT_EQ(errno, EOPNOTSUPP);
+            ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+            ibv_qp* a = make_qp(IBV_QPT_RC, nullptr, 16, 64, cq);
+            ibv_qp* b = make_qp(IBV_QPT_RC, nullptr, 16, 64, cq);
+            ASSERT_TRUE(a && b);
+            connect(a, b);
+            ibv_poll_cq_attr pa{};
+            EXPECT_EQ(ibv_start_poll(cqx, &pa), ENOENT);
+            Buffer& src = buffer(48, kAllAccess, 2);
+            Buffer& dst = buffer(48);
+            ASSERT_EQ(post_recv(b, 400, {sge(dst, 0, 48)}), 0);
+            ibv_sge s = sge(src, 0, 48);
+            ibv_send_wr wr{};
+            wr.wr_id = 401;
+            wr.sg_list = &s;
+            wr.num_sge = 1;
+            wr.opcode = IBV_WR_SEND_WITH_IMM;
+            wr.imm_data = htonl(123);
+            wr.send_flags = IBV_SEND_SIGNALED;
+            ASSERT_EQ(post_send(a, wr), 0);
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            int seen = 0;
+            int rc = ibv_start_poll(cqx, &pa);
+            ASSERT_EQ(rc, 0);
+            do {
+                ++seen;
+                EXPECT_EQ(cqx->status, IBV_WC_SUCCESS);
+                if (cqx->wr_id == 400) {
+                    EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_RECV);
+                    EXPECT_EQ(ibv_wc_read_byte_len(cqx), 48u);
+                    EXPECT_EQ(ntohl(ibv_wc_read_imm_data(cqx)), 123u);
+                    EXPECT_TRUE(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_IMM);
+                    EXPECT_EQ(ibv_wc_read_qp_num(cqx), b->qp_num);
+                } else {
+                    EXPECT_EQ(cqx->wr_id, 401u);
+                    EXPECT_EQ(ibv_wc_read_opcode(cqx), IBV_WC_SEND);
+                }
+            } while ((rc = ibv_next_poll(cqx)) == 0);
+            EXPECT_EQ(rc, ENOENT);
+            ibv_end_poll(cqx);
+            EXPECT_EQ(seen, 2);
+            EXPECT_EQ(ibv_start_poll(cqx, &pa), ENOENT);  // both consumed, nothing more
+            ibv_wc w;
+            EXPECT_EQ(ibv_poll_cq(cq, 1, &w), 0);
+            for (ibv_qp* q : {b, a}) {
+                EXPECT_EQ(ibv_destroy_qp(q), 0);
+                qps_.pop_back();
+            }
+            EXPECT_EQ(ibv_destroy_cq(cq), 0);
+        }();
     }
-    EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
 
 // ------------------------------------------------------------ ibv_wr_*
