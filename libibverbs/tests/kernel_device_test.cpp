@@ -206,3 +206,142 @@ TEST(RxeLifetime, ForkStatusOnThisKernel) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------ 1.0 ABI
+// Binaries linked against libibverbs 1.0 bind the IBVERBS_1.0 versions; we
+// reach them the same way (dlvsym) and drive a device through them. Only
+// the leading fields of the 1.0 structs that the test reads are declared.
+#include <dlfcn.h>
+
+#include <vector>
+
+namespace {
+
+struct Ctx10 {
+    void* device;
+    void* ops[27];  // ibv_context_ops_1_0: poll_cq is [7], post_recv is [22]
+    int cmd_fd;
+    int async_fd;
+    int num_comp_vectors;
+    ibv_context* real_context;
+};
+struct Pd10 {
+    Ctx10* context;
+    uint32_t handle;
+    ibv_pd* real_pd;
+};
+struct Cq10 {
+    Ctx10* context;
+    void* cq_context;
+    uint32_t handle;
+    int cqe;
+};
+struct QpInit10 {
+    void* qp_context;
+    void* send_cq;
+    void* recv_cq;
+    void* srq;
+    ibv_qp_cap cap;
+    ibv_qp_type qp_type;
+    int sq_sig_all;
+};
+struct RecvWr10 {
+    RecvWr10* next;
+    uint64_t wr_id;
+    ibv_sge* sg_list;
+    int num_sge;
+};
+
+template <class F>
+F* v10(const char* name) {
+    return reinterpret_cast<F*>(dlvsym(RTLD_DEFAULT, name, "IBVERBS_1.0"));
+}
+
+TEST(Compat10, DeviceObjectsAndDataPathThroughThe10Abi) {
+    auto get_list = v10<void**(int*)>("ibv_get_device_list");
+    auto free_list = v10<void(void**)>("ibv_free_device_list");
+    auto name = v10<const char*(void*)>("ibv_get_device_name");
+    auto open = v10<Ctx10*(void*)>("ibv_open_device");
+    auto close = v10<int(Ctx10*)>("ibv_close_device");
+    auto query_port = v10<int(Ctx10*, uint8_t, ibv_port_attr*)>("ibv_query_port");
+    auto alloc_pd = v10<Pd10*(Ctx10*)>("ibv_alloc_pd");
+    auto dealloc_pd = v10<int(Pd10*)>("ibv_dealloc_pd");
+    auto create_cq = v10<Cq10*(Ctx10*, int, void*, ibv_comp_channel*, int)>("ibv_create_cq");
+    auto destroy_cq = v10<int(Cq10*)>("ibv_destroy_cq");
+    auto create_qp = v10<void*(Pd10*, QpInit10*)>("ibv_create_qp");
+    auto modify_qp = v10<int(void*, ibv_qp_attr*, int)>("ibv_modify_qp");
+    auto destroy_qp = v10<int(void*)>("ibv_destroy_qp");
+    ASSERT_TRUE(get_list && free_list && name && open && close && query_port && alloc_pd && dealloc_pd && create_cq &&
+                destroy_cq && create_qp && modify_qp && destroy_qp);
+    // The 1.0 and 1.1 versions are distinct functions.
+    EXPECT_NE(reinterpret_cast<void*>(get_list), dlvsym(RTLD_DEFAULT, "ibv_get_device_list", "IBVERBS_1.1"));
+
+    const int fds = count_fds();
+    int n = 0;
+    void** list = get_list(&n);
+    ASSERT_NE(list, nullptr);
+    ASSERT_GE(n, 1);
+    EXPECT_STREQ(name(list[0]), "rxe0");
+    Ctx10* ctx = open(list[0]);
+    ASSERT_NE(ctx, nullptr);
+    EXPECT_EQ(ctx->cmd_fd, ctx->real_context->cmd_fd);
+    ibv_port_attr pa{};
+    ASSERT_EQ(query_port(ctx, 1, &pa), 0);
+    EXPECT_EQ(pa.state, IBV_PORT_ACTIVE);
+    Pd10* pd = alloc_pd(ctx);
+    ASSERT_NE(pd, nullptr);
+    EXPECT_EQ(pd->context, ctx);
+    int tag = 0;
+    Cq10* cq = create_cq(ctx, 16, &tag, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    EXPECT_EQ(cq->cq_context, &tag);
+    QpInit10 init{};
+    init.send_cq = init.recv_cq = cq;
+    init.cap.max_send_wr = 4;
+    init.cap.max_recv_wr = 20;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    init.qp_type = IBV_QPT_RC;
+    void* qp = create_qp(pd, &init);
+    ASSERT_NE(qp, nullptr);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    ASSERT_EQ(modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+    // Receives posted through the 1.0 ops are translated to the real QP in
+    // batches of 16: in a 20-WR list whose 18th WR is bad, the first 17 (a
+    // whole batch and one more) are posted and the bad one is reported as
+    // the caller's own (1.0) work request.
+    using PostRecv = int(void*, RecvWr10*, RecvWr10**);
+    auto* post_recv = reinterpret_cast<PostRecv*>(ctx->ops[22]);
+    ASSERT_NE(post_recv, nullptr);
+    auto chain = [](std::vector<RecvWr10>& v) {
+        for (size_t i = 0; i < v.size(); ++i) {
+            v[i].wr_id = i;
+            v[i].next = i + 1 < v.size() ? &v[i + 1] : nullptr;
+        }
+    };
+    RecvWr10* bad = nullptr;
+    std::vector<RecvWr10> broken(2);
+    chain(broken);
+    broken[1].num_sge = 1000;  // beyond max_recv_sge
+    EXPECT_EQ(post_recv(qp, broken.data(), &bad), EINVAL);
+    EXPECT_EQ(bad, &broken[1]);
+    std::vector<RecvWr10> later(20);
+    chain(later);
+    later[17].num_sge = 1000;
+    bad = nullptr;
+    EXPECT_NE(post_recv(qp, later.data(), &bad), 0);
+    EXPECT_EQ(bad, &later[17]);
+    using PollCq = int(Cq10*, int, ibv_wc*);
+    auto* poll_cq = reinterpret_cast<PollCq*>(ctx->ops[7]);
+    ibv_wc wc;
+    EXPECT_EQ(poll_cq(cq, 1, &wc), 0);
+    EXPECT_EQ(destroy_qp(qp), 0);
+    EXPECT_EQ(destroy_cq(cq), 0);
+    EXPECT_EQ(dealloc_pd(pd), 0);
+    EXPECT_EQ(close(ctx), 0);
+    free_list(list);
+    EXPECT_EQ(count_fds(), fds);
+}
+
+}  // namespace
