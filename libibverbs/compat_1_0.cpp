@@ -267,6 +267,23 @@ T* zalloc() {
     return static_cast<T*>(calloc(1, sizeof(T)));
 }
 
+// A new zeroed 1.0 wrapper whose real object make(wrapper) creates; make
+// returns the real object (nullptr with errno set on failure, and then
+// the wrapper is freed).
+template <class T, class Make>
+T* wrap_new(Make make) {
+    T* w = zalloc<T>();
+    if (!w) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (!make(w)) {
+        free(w);
+        return nullptr;
+    }
+    return w;
+}
+
 // Free the wrapper only when the real object went away.
 template <class T, class F>
 int destroy_wrapped(T* w, F destroy_real) {
@@ -420,19 +437,14 @@ RDMA_EXPORT int ibv_query_pkey_1_0(ibv_context_1_0* ctx, uint8_t port, int index
 RDMA_COMPAT_1_0(ibv_query_pkey_1_0, ibv_query_pkey);
 
 RDMA_EXPORT ibv_pd_1_0* ibv_alloc_pd_1_0(ibv_context_1_0* ctx) {
-    auto* pd = zalloc<ibv_pd_1_0>();
-    if (!pd) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    pd->real_pd = ibv_alloc_pd(ctx->real_context);
-    if (!pd->real_pd) {
-        free(pd);
-        return nullptr;
-    }
-    pd->context = ctx;
-    pd->handle = pd->real_pd->handle;
-    return pd;
+    return wrap_new<ibv_pd_1_0>([ctx](ibv_pd_1_0* pd) {
+        pd->real_pd = ibv_alloc_pd(ctx->real_context);
+        if (pd->real_pd) {
+            pd->context = ctx;
+            pd->handle = pd->real_pd->handle;
+        }
+        return pd->real_pd;
+    });
 }
 RDMA_COMPAT_1_0(ibv_alloc_pd_1_0, ibv_alloc_pd);
 
@@ -442,22 +454,17 @@ RDMA_EXPORT int ibv_dealloc_pd_1_0(ibv_pd_1_0* pd) {
 RDMA_COMPAT_1_0(ibv_dealloc_pd_1_0, ibv_dealloc_pd);
 
 RDMA_EXPORT ibv_mr_1_0* ibv_reg_mr_1_0(ibv_pd_1_0* pd, void* addr, size_t length, int access) {
-    auto* mr = zalloc<ibv_mr_1_0>();
-    if (!mr) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    mr->real_mr = (ibv_reg_mr)(pd->real_pd, addr, length, access);
-    if (!mr->real_mr) {
-        free(mr);
-        return nullptr;
-    }
-    mr->context = pd->context;
-    mr->pd = pd;
-    mr->handle = mr->real_mr->handle;
-    mr->lkey = mr->real_mr->lkey;
-    mr->rkey = mr->real_mr->rkey;
-    return mr;
+    return wrap_new<ibv_mr_1_0>([=](ibv_mr_1_0* mr) {
+        mr->real_mr = (ibv_reg_mr)(pd->real_pd, addr, length, access);
+        if (mr->real_mr) {
+            mr->context = pd->context;
+            mr->pd = pd;
+            mr->handle = mr->real_mr->handle;
+            mr->lkey = mr->real_mr->lkey;
+            mr->rkey = mr->real_mr->rkey;
+        }
+        return mr->real_mr;
+    });
 }
 RDMA_COMPAT_1_0(ibv_reg_mr_1_0, ibv_reg_mr);
 
@@ -468,22 +475,17 @@ RDMA_COMPAT_1_0(ibv_dereg_mr_1_0, ibv_dereg_mr);
 
 RDMA_EXPORT ibv_cq_1_0* ibv_create_cq_1_0(ibv_context_1_0* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
                                           int comp_vector) {
-    auto* cq = zalloc<ibv_cq_1_0>();
-    if (!cq) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    cq->real_cq = ibv_create_cq(ctx->real_context, cqe, cq_context, channel, comp_vector);
-    if (!cq->real_cq) {
-        free(cq);
-        return nullptr;
-    }
-    cq->context = ctx;
-    cq->cq_context = cq_context;
-    cq->cqe = cq->real_cq->cqe;
-    cq->handle = cq->real_cq->handle;
-    cq->real_cq->cq_context = cq;  // events find the wrapper
-    return cq;
+    return wrap_new<ibv_cq_1_0>([=](ibv_cq_1_0* cq) {
+        cq->real_cq = ibv_create_cq(ctx->real_context, cqe, cq_context, channel, comp_vector);
+        if (cq->real_cq) {
+            cq->context = ctx;
+            cq->cq_context = cq_context;
+            cq->cqe = cq->real_cq->cqe;
+            cq->handle = cq->real_cq->handle;
+            cq->real_cq->cq_context = cq;  // events find the wrapper
+        }
+        return cq->real_cq;
+    });
 }
 RDMA_COMPAT_1_0(ibv_create_cq_1_0, ibv_create_cq);
 
@@ -517,22 +519,17 @@ RDMA_EXPORT void ibv_ack_cq_events_1_0(ibv_cq_1_0* cq, unsigned int nevents) {
 RDMA_COMPAT_1_0(ibv_ack_cq_events_1_0, ibv_ack_cq_events);
 
 RDMA_EXPORT ibv_srq_1_0* ibv_create_srq_1_0(ibv_pd_1_0* pd, ibv_srq_init_attr* attr) {
-    auto* srq = zalloc<ibv_srq_1_0>();
-    if (!srq) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    srq->real_srq = ibv_create_srq(pd->real_pd, attr);
-    if (!srq->real_srq) {
-        free(srq);
-        return nullptr;
-    }
-    srq->context = pd->context;
-    srq->srq_context = attr->srq_context;
-    srq->pd = pd;
-    srq->handle = srq->real_srq->handle;
-    srq->real_srq->srq_context = srq;
-    return srq;
+    return wrap_new<ibv_srq_1_0>([=](ibv_srq_1_0* srq) {
+        srq->real_srq = ibv_create_srq(pd->real_pd, attr);
+        if (srq->real_srq) {
+            srq->context = pd->context;
+            srq->srq_context = attr->srq_context;
+            srq->pd = pd;
+            srq->handle = srq->real_srq->handle;
+            srq->real_srq->srq_context = srq;  // events find the wrapper
+        }
+        return srq->real_srq;
+    });
 }
 RDMA_COMPAT_1_0(ibv_create_srq_1_0, ibv_create_srq);
 
@@ -614,20 +611,15 @@ RDMA_EXPORT int ibv_destroy_qp_1_0(ibv_qp_1_0* qp) {
 RDMA_COMPAT_1_0(ibv_destroy_qp_1_0, ibv_destroy_qp);
 
 RDMA_EXPORT ibv_ah_1_0* ibv_create_ah_1_0(ibv_pd_1_0* pd, ibv_ah_attr* attr) {
-    auto* ah = zalloc<ibv_ah_1_0>();
-    if (!ah) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    ah->real_ah = ibv_create_ah(pd->real_pd, attr);
-    if (!ah->real_ah) {
-        free(ah);
-        return nullptr;
-    }
-    ah->context = pd->context;
-    ah->pd = pd;
-    ah->handle = ah->real_ah->handle;
-    return ah;
+    return wrap_new<ibv_ah_1_0>([=](ibv_ah_1_0* ah) {
+        ah->real_ah = ibv_create_ah(pd->real_pd, attr);
+        if (ah->real_ah) {
+            ah->context = pd->context;
+            ah->pd = pd;
+            ah->handle = ah->real_ah->handle;
+        }
+        return ah->real_ah;
+    });
 }
 RDMA_COMPAT_1_0(ibv_create_ah_1_0, ibv_create_ah);
 
