@@ -37,8 +37,11 @@ void ipv4_mapped(ibv_gid& gid, const uint8_t* addr4) {
     std::memcpy(&gid.raw[12], addr4, 4);
 }
 
-// The GID table index holding gid (of the given type), or -1.
-int find_sgid(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_type) {
+}  // namespace
+
+namespace rdma::verbs {
+
+int find_gid_index(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_type) {
     ibv_port_attr pa{};
     if (ibv_query_port(ctx, port, &pa))
         return -1;
@@ -52,7 +55,7 @@ int find_sgid(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_type)
     return -1;
 }
 
-}  // namespace
+}  // namespace rdma::verbs
 
 extern "C" {
 
@@ -83,9 +86,9 @@ RDMA_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_
         ah_attr->grh.traffic_class = static_cast<uint8_t>((vtf >> 20) & 0xff);
         ah_attr->grh.hop_limit = 0xff;
     }
-    int idx = find_sgid(context, port_num, local, type);
+    int idx = find_gid_index(context, port_num, local, type);
     if (idx < 0 && type >= 0)
-        idx = find_sgid(context, port_num, local, -1);
+        idx = find_gid_index(context, port_num, local, -1);
     if (idx < 0) {
         errno = ENOENT;
         return -1;

@@ -26,6 +26,10 @@ int discover_devices(std::vector<SysfsDevice>& out);
 bool netlink_discover(std::vector<SysfsDevice>& out);
 std::optional<bool> netlink_copy_on_fork();
 
+// The index of gid in port's GID table (of GID type want_type, or any type
+// when want_type < 0), or -1.
+int find_gid_index(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_type);
+
 // Provider plugin loading (driver files and RDMAV_DRIVERS).
 void load_providers();
 const std::vector<const Provider*>& providers();

@@ -123,18 +123,6 @@ bool own_mac(nl_sock* sk, int ifindex, uint8_t mac[6]) {
     return ok;
 }
 
-bool is_local_gid(ibv_context* ctx, uint8_t port, const ibv_gid& g) {
-    ibv_port_attr pa{};
-    if (ibv_query_port(ctx, port, &pa))
-        return false;
-    for (int i = 0; i < pa.gid_tbl_len; ++i) {
-        ibv_gid_entry e{};
-        if (ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(i), &e, 0) == 0 &&
-            std::memcmp(&e.gid, &g, sizeof(g)) == 0)
-            return true;
-    }
-    return false;
-}
 
 uint16_t vlan_of(nl_sock* sk, int ifindex) {
     rtnl_link* link = nullptr;
@@ -166,7 +154,7 @@ extern "C" RDMA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv
         return 0;
     if (!ifindex)
         return -EINVAL;
-    if (is_local_gid(context, attr->port_num, attr->grh.dgid))
+    if (rdma::verbs::find_gid_index(context, attr->port_num, attr->grh.dgid, -1) >= 0)
         return own_mac(sk.s, ifindex, eth_mac) ? 0 : -EINVAL;
     if (lookup_neigh(sk.s, ifindex, attr->grh.dgid, eth_mac))
         return 0;
