@@ -34,7 +34,14 @@ enum rdma_cm_event_type {
 	RDMA_CM_EVENT_MULTICAST_JOIN,
 	RDMA_CM_EVENT_MULTICAST_ERROR,
 	RDMA_CM_EVENT_ADDR_CHANGE,
-	RDMA_CM_EVENT_TIMEWAIT_EXIT
+	RDMA_CM_EVENT_TIMEWAIT_EXIT,
+	/* Newer than rdma-core 44: rdma_resolve_addrinfo() outcomes, events an
+	   application writes itself (rdma_write_cm_event), and events the
+	   library consumes without handing them out. */
+	RDMA_CM_EVENT_ADDRINFO_RESOLVED,
+	RDMA_CM_EVENT_ADDRINFO_ERROR,
+	RDMA_CM_EVENT_USER,
+	RDMA_CM_EVENT_INTERNAL
 };
 
 /* IP-based port spaces, numbered as the IBA annex assigns them. */
@@ -144,6 +151,7 @@ struct rdma_cm_event {
 	union {
 		struct rdma_conn_param	conn;
 		struct rdma_ud_param	ud;
+		uint64_t		arg;	/* RDMA_CM_EVENT_USER */
 	} param;
 };
 
@@ -152,6 +160,8 @@ struct rdma_cm_event {
 #define RAI_NUMERICHOST		0x00000002
 #define RAI_NOROUTE		0x00000004
 #define RAI_FAMILY		0x00000008
+#define RAI_SA			0x00000010	/* rdma_resolve_addrinfo: IB SA */
+#define RAI_DNS			0x00000020	/* rdma_resolve_addrinfo: DNS */
 
 struct rdma_addrinfo {
 	int			 ai_flags;
@@ -295,6 +305,14 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 /* Enhanced connection establishment options. */
 int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
 int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece);
+
+/* Asynchronous address/service resolution (RDMACM_1.4). */
+int rdma_resolve_addrinfo(struct rdma_cm_id *id, const char *node,
+			  const char *service,
+			  const struct rdma_addrinfo *hints);
+int rdma_query_addrinfo(struct rdma_cm_id *id, struct rdma_addrinfo **info);
+int rdma_write_cm_event(struct rdma_cm_id *id, enum rdma_cm_event_type event,
+			int status, uint64_t arg);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sys/select.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +74,12 @@ off_t riomap(int socket, void *buf, size_t len, int prot, int flags,
 int riounmap(int socket, void *buf, size_t len);
 size_t riowrite(int socket, const void *buf, size_t count, off_t offset,
 		int flags);
+
+/* epoll over rsockets (RDMACM_1.5). */
+int repoll_create(int size);
+int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
+int repoll_wait(int epfd, struct epoll_event *events, int maxevents,
+		int timeout);
 
 #ifdef __cplusplus
 }
