@@ -8,14 +8,21 @@ rdma_man_pages(
   rdma_ack_cm_event.3.md
   rdma_bind_addr.3.md
   rdma_connect.3.md
+  rdma_create_ep.3.md
   rdma_create_event_channel.3.md
   rdma_create_id.3.md
+  rdma_create_qp.3.md
+  rdma_create_srq.3.md
+  rdma_destroy_ep.3.md
   rdma_destroy_event_channel.3.md
   rdma_destroy_id.3.md
+  rdma_destroy_qp.3.md
+  rdma_destroy_srq.3.md
   rdma_disconnect.3.md
   rdma_establish.3.md
   rdma_event_str.3.md
   rdma_free_devices.3.md
+  rdma_freeaddrinfo.3.md
   rdma_get_cm_event.3.md
   rdma_get_devices.3.md
   rdma_get_dst_port.3.md
@@ -24,12 +31,18 @@ rdma_man_pages(
   rdma_get_remote_ece.3.md
   rdma_get_request.3.md
   rdma_get_src_port.3.md
+  rdma_getaddrinfo.3.md
   rdma_init_qp_attr.3.md
+  rdma_join_multicast.3.md
+  rdma_join_multicast_ex.3.md
+  rdma_leave_multicast.3.md
   rdma_listen.3.md
   rdma_migrate_id.3.md
   rdma_notify.3.md
+  rdma_query_addrinfo.3.md
   rdma_reject.3.md
   rdma_resolve_addr.3.md
+  rdma_resolve_addrinfo.3.md
   rdma_resolve_route.3.md
   rdma_set_local_ece.3.md
   rdma_set_option.3.md
