@@ -13,6 +13,7 @@ rdma_man_pages(
   rdma_create_id.3.md
   rdma_create_qp.3.md
   rdma_create_srq.3.md
+  rdma_dereg_mr.3.md
   rdma_destroy_ep.3.md
   rdma_destroy_event_channel.3.md
   rdma_destroy_id.3.md
@@ -28,8 +29,10 @@ rdma_man_pages(
   rdma_get_dst_port.3.md
   rdma_get_local_addr.3.md
   rdma_get_peer_addr.3.md
+  rdma_get_recv_comp.3.md
   rdma_get_remote_ece.3.md
   rdma_get_request.3.md
+  rdma_get_send_comp.3.md
   rdma_get_src_port.3.md
   rdma_getaddrinfo.3.md
   rdma_init_qp_attr.3.md
@@ -39,7 +42,19 @@ rdma_man_pages(
   rdma_listen.3.md
   rdma_migrate_id.3.md
   rdma_notify.3.md
+  rdma_post_read.3.md
+  rdma_post_readv.3.md
+  rdma_post_recv.3.md
+  rdma_post_recvv.3.md
+  rdma_post_send.3.md
+  rdma_post_sendv.3.md
+  rdma_post_ud_send.3.md
+  rdma_post_write.3.md
+  rdma_post_writev.3.md
   rdma_query_addrinfo.3.md
+  rdma_reg_msgs.3.md
+  rdma_reg_read.3.md
+  rdma_reg_write.3.md
   rdma_reject.3.md
   rdma_resolve_addr.3.md
   rdma_resolve_addrinfo.3.md
