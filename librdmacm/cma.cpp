@@ -1340,7 +1340,8 @@ RDMACM_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
     ucma_abi_migrate_id cmd{};
     cmd.response = reinterpret_cast<uintptr_t>(&resp);
     cmd.id = p->handle;
-    cmd.fd = static_cast<uint32_t>(channel->fd);
+    // Written to the new channel, naming the channel the id lives on now.
+    cmd.fd = static_cast<uint32_t>(id->channel->fd);
     if (execute(channel->fd, UCMA_CMD_MIGRATE_ID, cmd, sizeof(resp))) {
         int saved = errno;
         rdma_destroy_event_channel(sync_channel);
@@ -1419,6 +1420,7 @@ RDMACM_EXPORT int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd
                 return cleanup();
             }
             std::memcpy(p->qp_init_attr, qp_init_attr, sizeof(*qp_init_attr));
+            p->qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
             p->qp_init_attr->comp_mask = IBV_QP_INIT_ATTR_PD;
             p->qp_init_attr->pd = pd;
         }
@@ -1442,6 +1444,8 @@ RDMACM_EXPORT int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd
         p->connect_len = res->ai_connect_len;
     }
     if (qp_init_attr) {
+        // The endpoint's transport comes from the address info.
+        qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
         if (rdma_create_qp(cm_id, pd, qp_init_attr)) return cleanup();
     }
     *id = cm_id;
