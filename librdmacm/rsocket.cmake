@@ -9,6 +9,7 @@ set(RSOCKET_CONF_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/rdma/rsocket"
 
 set(RDMACM_RSOCKET_SOURCES
   rsocket.cpp
+  rsocket_config.cpp
   rsocket_stream.cpp
   rsocket_dgram.cpp
   rsocket_poll.cpp)

@@ -44,74 +44,9 @@ T& immortal() {
     return *obj;
 }
 
-bool read_file(const std::string& path, std::string& out) {
-    FILE* f = std::fopen(path.c_str(), "re");
-    if (!f)
-        return false;
-    char buf[64];
-    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    out.assign(buf, n);
-    return true;
-}
-
-template <class T>
-void read_value(const std::string& dir, const char* name, T& field) {
-    std::string text;
-    uint32_t v;
-    if (read_file(dir + "/" + name, text) && parse_config_value(text, v))
-        field = static_cast<T>(v);
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------ config
-
-bool parse_config_value(const std::string& text, uint32_t& out) {
-    size_t i = 0;
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
-        i++;
-    bool neg = false;
-    if (i < text.size() && (text[i] == '+' || text[i] == '-'))
-        neg = text[i++] == '-';
-    if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i])))
-        return false;
-    uint64_t v = 0;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); i++) {
-        v = v * 10 + static_cast<unsigned>(text[i] - '0');
-        if (v > 0xffffffffull)
-            v = 0xffffffffull + 1;  // saturates past the type, as strtoul does
-    }
-    uint32_t r = v > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(v);
-    out = neg ? static_cast<uint32_t>(0u - r) : r;
-    return true;
-}
-
-Config read_config(const std::string& dir) {
-    Config c;
-    read_value(dir, "polling_time", c.polling_time);
-    read_value(dir, "wake_up_interval", c.wake_up_interval);
-    read_value(dir, "inline_default", c.inline_default);
-    read_value(dir, "sqsize_default", c.sqsize_default);
-    read_value(dir, "rqsize_default", c.rqsize_default);
-    read_value(dir, "mem_default", c.mem_default);
-    if (c.mem_default < 1)
-        c.mem_default = 1;
-    read_value(dir, "wmem_default", c.wmem_default);
-    if (c.wmem_default < kSendLowWater)
-        c.wmem_default = kSendLowWater << 1;
-    uint16_t iomap = c.iomap_size;
-    read_value(dir, "iomap_size", iomap);
-    // Only sizes the connection data can express survive.
-    auto scale = [](int value) {
-        return value <= 128 ? value : 128 | (value >> 8);
-    };
-    auto unscale = [](int value) {
-        return value <= 128 ? value : (value & ~128) << 8;
-    };
-    c.iomap_size = static_cast<uint8_t>(scale(static_cast<uint16_t>(unscale(iomap))));
-    return c;
-}
 
 const Config& config() {
     static const Config cfg = read_config(RSOCKET_CONF_DIR);

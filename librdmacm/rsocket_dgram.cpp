@@ -942,7 +942,7 @@ int DgramSocket::setsockopt(int level, int name, const void* val, socklen_t len)
         case RDMA_ROUTE:
             return 0;
         default:
-            return -ENOPROTOOPT;
+            return -ENOTSUP;
         }
     default:
         return 0;

@@ -1525,7 +1525,7 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
     int v = 0;
     bool on = false;
     uint64_t* opts = nullptr;
-    int ret = -ENOPROTOOPT;
+    int ret = -ENOTSUP;
     Lock lk(mu_);
     switch (level) {
     case SOL_SOCKET:

@@ -285,7 +285,7 @@ inline uint8_t format_udp_header(DsUdpHeader& h, Op op, uint32_t qpn, const sock
         h.version = 4;
         h.length = kDsUdpIpv4HeaderLen;
         h.addr.ipv4 = reinterpret_cast<const sockaddr_in*>(src)->sin_addr.s_addr;
-    } else {
+    } else if (src->sa_family == AF_INET6) {
         h.version = 6;
         h.length = kDsUdpIpv6HeaderLen;
         std::memcpy(h.addr.ipv6, &reinterpret_cast<const sockaddr_in6*>(src)->sin6_addr, 16);
