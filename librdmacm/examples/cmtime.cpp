@@ -103,6 +103,10 @@ const char *src_addr;
 int timeout = 2000;
 int retries = 2;
 
+// Set before main closes the channel under the event thread, which may
+// not have reached its read yet and must then end quietly.
+std::atomic<bool> channel_closing{false};
+
 WorkQueue req_work;
 WorkQueue disc_work;
 std::vector<Node> nodes;
@@ -312,6 +316,8 @@ void *process_events(void *)
 		ret = rdma_get_cm_event(channel, &event);
 		if (!ret) {
 			cma_handler(event->id, event);
+		} else if (channel_closing) {
+			break;
 		} else {
 			std::perror("failure in rdma_get_cm_event in process_server_events");
 			ret = errno;
@@ -393,11 +399,12 @@ int run_server()
 }
 
 // Starts one step on every node still in the race and waits until the
-// event thread has seen each of them finish (or fail).
+// event thread has seen each of them finish (or fail). `ret` keeps the
+// status of the last call made, across steps: a step with no node left
+// leaves it as it was, which is what the program finally returns.
 template <typename Start>
-int run_step(Step step, const char *perror_text, Start start)
+void run_step(Step step, const char *perror_text, int &ret, Start start)
 {
-	int ret = 0;
 	for (Node &n : nodes) {
 		if (n.error)
 			continue;
@@ -413,7 +420,6 @@ int run_step(Step step, const char *perror_text, Start start)
 	}
 	while (started[step] != completed[step])
 		sched_yield();
-	return ret;
 }
 
 int run_client()
@@ -455,15 +461,15 @@ int run_client()
 
 	std::printf("resolving address\n");
 	start_time(kResolveAddr);
-	ret = run_step(kResolveAddr, "failure getting addr", [](Node &n) {
+	run_step(kResolveAddr, "failure getting addr", ret, [](Node &n) {
 		return rdma_resolve_addr(n.id, rai->ai_src_addr, rai->ai_dst_addr, timeout);
 	});
 	end_time(kResolveAddr);
 
 	std::printf("resolving route\n");
 	start_time(kResolveRoute);
-	ret = run_step(kResolveRoute, "failure resolving route",
-		       [](Node &n) { return rdma_resolve_route(n.id, timeout); });
+	run_step(kResolveRoute, "failure resolving route", ret,
+		 [](Node &n) { return rdma_resolve_route(n.id, timeout); });
 	end_time(kResolveRoute);
 
 	// QP creation is synchronous: no events to wait for.
@@ -485,8 +491,8 @@ int run_client()
 
 	std::printf("connecting\n");
 	start_time(kConnect);
-	ret = run_step(kConnect, "failure rconnecting",
-		       [](Node &n) { return rdma_connect(n.id, &conn_param); });
+	run_step(kConnect, "failure rconnecting", ret,
+		 [](Node &n) { return rdma_connect(n.id, &conn_param); });
 	end_time(kConnect);
 
 	std::printf("disconnecting\n");
@@ -568,6 +574,7 @@ int main(int argc, char **argv)
 	}
 
 	cleanup_nodes();
+	channel_closing = true;
 	rdma_destroy_event_channel(channel);
 	if (rai)
 		rdma_freeaddrinfo(rai);

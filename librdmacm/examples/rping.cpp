@@ -218,6 +218,10 @@ int cma_event_handler(rdma_cm_id *id, rdma_cm_event *event)
 	return ret;
 }
 
+// Set before main closes the event channel under the event thread, which
+// may not have reached its read yet and must then end quietly.
+std::atomic<bool> channel_closing{false};
+
 // The CM event thread. It is never joined: the process ends with main, or
 // here on a failed event.
 void *cm_thread(void *arg)
@@ -226,6 +230,8 @@ void *cm_thread(void *arg)
 	for (;;) {
 		rdma_cm_event *event;
 		int ret = rdma_get_cm_event(cb->cm_channel, &event);
+		if (ret && channel_closing)
+			return nullptr;
 		if (ret) {
 			std::perror("rdma_get_cm_event");
 			std::exit(ret);
@@ -1226,6 +1232,7 @@ int main(int argc, char *argv[])
 	// to receive once the id is gone.
 	debug_log("destroy cm_id %p\n", static_cast<void *>(cb->cm_id));
 	rdma_destroy_id(cb->cm_id);
+	channel_closing = true;
 	rdma_destroy_event_channel(cb->cm_channel);
 	return ret;
 }
