@@ -1277,7 +1277,8 @@ RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
 }
 
 RDMACM_EXPORT int rdma_write_cm_event(rdma_cm_id* id, rdma_cm_event_type event, int status, uint64_t arg) {
-    if (!id) return fail(EINVAL);
+    // Only user events may be written; INTERNAL belongs to the library.
+    if (!id || event != RDMA_CM_EVENT_USER) return fail(EINVAL);
     IdPriv* p = IdPriv::of(id);
     WriteCmEvent cmd{};
     cmd.id = p->handle;
@@ -1466,10 +1467,10 @@ RDMACM_EXPORT int rdma_resolve_addrinfo(rdma_cm_id* id, const char* node, const 
     if (!id || (!node && !service)) return fail(EINVAL);
     IdPriv* p = IdPriv::of(id);
     int flags = hints ? hints->ai_flags : 0;
-    if ((flags & RAI_SA) && (flags & RAI_DNS)) return fail(EINVAL);
+    if ((flags & RAI_SA) && (flags & RAI_DNS)) return fail(EOPNOTSUPP);
     if (flags & RAI_SA) {
         // IB service resolution through the SA, done by the kernel (6.17+).
-        if (node) return fail(EINVAL);
+        if (node) return fail(EOPNOTSUPP);
         struct {
             uint32_t cmd;
             uint16_t in;
