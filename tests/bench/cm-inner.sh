@@ -1,0 +1,64 @@
+#!/bin/bash
+# Runs inside the soft-RoCE VM (see cm-run): Debian's cmtime and rstream,
+# once on the reference stack (Debian's librdmacm + libibverbs) and once on
+# ours (LD_LIBRARY_PATH=BUILD/lib), interleaved round by round. Writes
+# "stack test figure value" lines to OUT.
+set -u
+BUILD=$1 OUT=$2 ROUNDS=$3
+ADDR=10.78.0.1
+CONNS=${BENCH_CM_CONNECTIONS:-50}
+: > "$OUT"
+
+stack_env() {
+    if [ "$1" = ours ]; then echo "env LD_LIBRARY_PATH=$BUILD/lib"; else echo "env -u LD_LIBRARY_PATH"; fi
+}
+
+# cmtime prints one line per step: name, then total ms, max ms, min us,
+# us/conn (the layout of rdma-core's cmtime). We keep total ms per step
+# and compute the connection rate from the connect step.
+run_cmtime() {
+    local stack=$1 e; e=$(stack_env "$stack")
+    timeout 300 $e /usr/bin/cmtime -b $ADDR -c $CONNS > /tmp/cmt.srv 2>&1 &
+    local pid=$!
+    sleep 2
+    timeout 280 $e /usr/bin/cmtime -s $ADDR -b $ADDR -c $CONNS > /tmp/cmt.cli 2>&1
+    local rc=$?
+    wait $pid 2>/dev/null
+    if [ $rc != 0 ]; then
+        echo "$stack cmtime failed rc=$rc" >&2; sed 's/^/    /' /tmp/cmt.cli >&2
+        return
+    fi
+    awk -v s="$stack" -v n="$CONNS" '
+        NF >= 5 && $2 ~ /^[0-9.]+$/ {
+            name = $1; for (i = 2; i <= NF - 4; i++) name = name "_" $i
+            print s, "cmtime", name "_total_ms", $(NF-3)
+            if (name ~ /^connect/ && $(NF-3) > 0) print s, "cmtime", "connections_per_s", n * 1000 / $(NF-3)
+        }' /tmp/cmt.cli >> "$OUT"
+}
+
+# rstream: Gb/sec for a few message sizes (ping-pong of -C transfers).
+run_rstream() {
+    local stack=$1 size=$2 e; e=$(stack_env "$stack")
+    timeout 200 $e /usr/bin/rstream -b $ADDR -S $size -C 2000 > /tmp/rs.srv 2>&1 &
+    local pid=$!
+    sleep 2
+    timeout 180 $e /usr/bin/rstream -s $ADDR -S $size -C 2000 > /tmp/rs.cli 2>&1
+    local rc=$?
+    wait $pid 2>/dev/null
+    if [ $rc != 0 ]; then
+        echo "$stack rstream $size failed rc=$rc" >&2; sed 's/^/    /' /tmp/rs.cli >&2
+        return
+    fi
+    # header: name bytes xfers iters total time Gb/sec usec/xfer
+    awk -v s="$stack" -v sz="$size" '
+        $1 != "name" && NF >= 8 { print s, "rstream", "Gb_per_s_" sz, $(NF-1); print s, "rstream", "usec_per_xfer_" sz, $NF }' \
+        /tmp/rs.cli >> "$OUT"
+}
+
+for r in $(seq "$ROUNDS"); do
+    for stack in ref ours; do
+        echo "round $r: $stack" >&2
+        run_cmtime $stack
+        for size in 64 4096 65536; do run_rstream $stack $size; done
+    done
+done
