@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
@@ -240,11 +241,27 @@ __attribute__((constructor)) void preload_ctor() { init(); }
 
 // What a stand-in descriptor stands for. Shared by dup()s of it: the
 // rsocket closes with the last of them.
+//
+// With RDMAV_FORK_SAFE=1 stream sockets start as kernel TCP sockets (the
+// descriptor is the kernel socket itself) and become rsockets at their
+// first data transfer, which lets a server fork after accept and have the
+// child own the RDMA connection. The two sides agree over TCP: the passive
+// side listens on an rsocket at its TCP port and writes four zero bytes,
+// the active side waits for them and connects there.
+enum class State {
+    Ready,       // an rsocket behind a stand-in
+    Fork,        // fork mode: kernel socket, not yet listening or connected
+    ForkListen,  // fork mode: kernel listener; accepted sockets are ForkPassive
+    ForkActive,  // fork mode: connected kernel socket, becomes an rsocket
+    ForkPassive,
+};
+
 struct Target {
     std::atomic<int> refs{1};
-    int rs = -1;  // rsocket index
+    int rs = -1;  // rsocket index (State::Ready)
     int domain = AF_INET;
     int type = SOCK_STREAM;
+    State state = State::Ready;
 };
 
 FdTable<Target>& table() {
@@ -271,7 +288,15 @@ struct Inside {
     Inside& operator=(const Inside&) = delete;
 };
 
-inline Target* lookup(int fd) { return table().get(fd); }
+inline Target* entry(int fd) { return table().get(fd); }
+
+// The rsocket behind `fd`, or null when calls on it go to the kernel.
+inline Target* lookup(int fd) {
+    Target* t = table().get(fd);
+    return t && t->state == State::Ready ? t : nullptr;
+}
+
+Target* lookup_data(int fd);
 
 bool on_rsocket_service_thread() {
     char name[16] = {};
@@ -327,6 +352,17 @@ int adopt(int rs, int domain, int type, bool cloexec) {
     return fd;
 }
 
+int track_fork_socket(int fd, int domain, int type, State state) {
+    auto t = std::unique_ptr<Target>(new (std::nothrow) Target);
+    if (!t || !table().insert(fd, t.get()))
+        return fd;  // untracked: it simply stays a kernel socket
+    t->domain = domain;
+    t->type = type;
+    t->state = state;
+    t.release();
+    return fd;
+}
+
 void apply_env_options(int rs) {
     const Settings& s = settings();
     if (s.sq_size)
@@ -342,6 +378,8 @@ int release(Target* t) {
     if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1)
         return 0;
     std::unique_ptr<Target> owner(t);
+    if (t->rs < 0)
+        return 0;
     Inside in;
     return rclose(t->rs);
 }
@@ -388,6 +426,132 @@ Scratch& scratch() {
     return s;
 }
 
+// Puts a fresh stand-in under the number `fd` (closing what was there).
+bool replace_with_standin(int fd) {
+    int sfd = open_standin(false);
+    if (sfd < 0)
+        return false;
+    int fdflags = real.fcntl(fd, F_GETFD);
+    long r = ::syscall(SYS_dup3, sfd, fd, (fdflags > 0 && (fdflags & FD_CLOEXEC)) ? O_CLOEXEC : 0);
+    real.close(sfd);
+    return r >= 0;
+}
+
+// Options the program set on the kernel socket carry over.
+void copy_kernel_options(int ks, int rs) {
+    int fl = real.fcntl(ks, F_GETFL);
+    if (fl > 0)
+        rfcntl(rs, F_SETFL, fl);
+    int v = 0;
+    socklen_t len = sizeof v;
+    if (!real.getsockopt(ks, SOL_SOCKET, SO_REUSEADDR, &v, &len) && v)
+        rsetsockopt(rs, SOL_SOCKET, SO_REUSEADDR, &v, sizeof v);
+    len = sizeof v;
+    if (!real.getsockopt(ks, IPPROTO_TCP, TCP_NODELAY, &v, &len) && v)
+        rsetsockopt(rs, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v);
+}
+
+// The kernel connection is replaced by the rsocket `rs`.
+void become_rsocket(int fd, Target* t, int rs) {
+    copy_kernel_options(fd, rs);
+    real.shutdown(fd, SHUT_RDWR);
+    if (!replace_with_standin(fd)) {
+        rclose(rs);
+        t->state = State::Ready;  // unusable either way; report errors
+        t->rs = -1;
+        return;
+    }
+    t->rs = rs;
+    t->state = State::Ready;
+}
+
+// Leaves `fd` a plain kernel socket (the conversion failed).
+void stay_kernel(int fd, Target* t) {
+    if (table().erase(fd) == t)
+        release(t);
+}
+
+void fork_active(int fd, Target* t) {
+    Inside in;
+    int fl = real.fcntl(fd, F_GETFL);
+    real.fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    uint32_t msg = 1;
+    ssize_t n = real.recv(fd, &msg, sizeof msg, MSG_PEEK);
+    real.fcntl(fd, F_SETFL, fl);
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    if (n != sizeof msg || msg || real.getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len)) {
+        stay_kernel(fd, t);
+        return;
+    }
+    int rs = rsocket(peer.ss_family, SOCK_STREAM, 0);
+    if (rs < 0) {
+        stay_kernel(fd, t);
+        return;
+    }
+    apply_env_options(rs);
+    if (rconnect(rs, reinterpret_cast<sockaddr*>(&peer), len)) {
+        rclose(rs);
+        stay_kernel(fd, t);
+        return;
+    }
+    become_rsocket(fd, t, rs);
+}
+
+void fork_passive(int fd, Target* t) {
+    Inside in;
+    sockaddr_storage self{};
+    socklen_t len = sizeof self;
+    if (real.getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len)) {
+        stay_kernel(fd, t);
+        return;
+    }
+    // Listen on our TCP port, any address.
+    sockaddr_storage any{};
+    any.ss_family = self.ss_family;
+    if (self.ss_family == AF_INET)
+        reinterpret_cast<sockaddr_in&>(any).sin_port = reinterpret_cast<sockaddr_in&>(self).sin_port;
+    else
+        reinterpret_cast<sockaddr_in6&>(any).sin6_port = reinterpret_cast<sockaddr_in6&>(self).sin6_port;
+    // Children of one server take turns on that port.
+    sem_t* sem = sem_open("/rsocket_fork", O_CREAT | O_RDWR, S_IRWXU | S_IRWXG, 1);
+    if (sem == SEM_FAILED) {
+        stay_kernel(fd, t);
+        return;
+    }
+    int rs = -1;
+    int l = rsocket(self.ss_family, SOCK_STREAM, 0);
+    if (l >= 0) {
+        int one = 1;
+        rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sem_wait(sem);
+        uint32_t msg = 0;
+        if (!rbind(l, reinterpret_cast<sockaddr*>(&any), len) && !rlisten(l, 1) &&
+            real.write(fd, &msg, sizeof msg) == sizeof msg)
+            rs = raccept(l, nullptr, nullptr);
+        rclose(l);
+        sem_post(sem);
+    }
+    sem_close(sem);
+    if (rs < 0) {
+        stay_kernel(fd, t);
+        return;
+    }
+    apply_env_options(rs);
+    become_rsocket(fd, t, rs);
+}
+
+Target* lookup_data(int fd) {
+    Target* t = table().get(fd);
+    if (!t)
+        return nullptr;
+    if (t->state == State::ForkActive)
+        fork_active(fd, t);
+    else if (t->state == State::ForkPassive)
+        fork_passive(fd, t);
+    return lookup(fd);
+}
+
 }  // namespace
 
 // ======================================================== interposed calls
@@ -404,6 +568,11 @@ PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
     if ((base != SOCK_STREAM && base != SOCK_DGRAM) || (base == SOCK_DGRAM && flags) ||
         !intercept(domain, base, protocol) || on_rsocket_service_thread())
         return real.socket(domain, type, protocol);
+    if (settings().fork_safe && (domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
+        (!protocol || protocol == IPPROTO_TCP)) {
+        int ks = real.socket(domain, type, protocol);
+        return ks < 0 ? ks : track_fork_socket(ks, domain, base, State::Fork);
+    }
     int rs;
     {
         Inside in;
@@ -434,12 +603,21 @@ PRELOAD_EXPORT int listen(int fd, int backlog) {
         Inside in;
         return rlisten(t->rs, backlog);
     }
-    return real.listen(fd, backlog);
+    int r = real.listen(fd, backlog);
+    Target* t = entry(fd);
+    if (!r && t && t->state == State::Fork)
+        t->state = State::ForkListen;
+    return r;
 }
 
 PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
     init();
-    Target* t = lookup(fd);
+    Target* t = entry(fd);
+    if (t && t->state == State::ForkListen) {
+        int nfd = real.accept4(fd, addr, len, flags);
+        return nfd < 0 ? nfd : track_fork_socket(nfd, t->domain, t->type, State::ForkPassive);
+    }
+    t = lookup(fd);
     if (!t)
         return real.accept4(fd, addr, len, flags);
     if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
@@ -460,14 +638,19 @@ PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
 
 PRELOAD_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
     init();
-    if (!lookup(fd))
+    if (!entry(fd))
         return real.accept(fd, addr, len);
     return accept4(fd, addr, len, 0);
 }
 
 PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
     init();
-    Target* t = lookup(fd);
+    Target* t = entry(fd);
+    if (t && t->state == State::Fork) {
+        t->state = State::ForkActive;
+        return real.connect(fd, addr, len);
+    }
+    t = lookup(fd);
     if (!t)
         return real.connect(fd, addr, len);
     int r;
@@ -485,7 +668,7 @@ PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 
 PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t len, int flags) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rrecv(t->rs, buf, len, flags);
     }
@@ -494,7 +677,7 @@ PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t len, int flags) {
 
 PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* src, socklen_t* srclen) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rrecvfrom(t->rs, buf, len, flags, src, srclen);
     }
@@ -503,7 +686,7 @@ PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockad
 
 PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rrecvmsg(t->rs, msg, flags);
     }
@@ -512,7 +695,7 @@ PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 
 PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t count) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rread(t->rs, buf, count);
     }
@@ -521,7 +704,7 @@ PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t count) {
 
 PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int iovcnt) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rreadv(t->rs, iov, iovcnt);
     }
@@ -530,7 +713,7 @@ PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int iovcnt) {
 
 PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t len, int flags) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rsend(t->rs, buf, len, flags);
     }
@@ -540,7 +723,7 @@ PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t len, int flags) {
 PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst,
                               socklen_t dstlen) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rsendto(t->rs, buf, len, flags, dst, dstlen);
     }
@@ -549,7 +732,7 @@ PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags, co
 
 PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rsendmsg(t->rs, msg, flags);
     }
@@ -558,7 +741,7 @@ PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 
 PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t count) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rwrite(t->rs, buf, count);
     }
@@ -567,7 +750,7 @@ PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t count) {
 
 PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int iovcnt) {
     init();
-    if (Target* t = lookup(fd)) {
+    if (Target* t = lookup_data(fd)) {
         Inside in;
         return rwritev(t->rs, iov, iovcnt);
     }
@@ -577,10 +760,14 @@ PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int iovcnt) {
 PRELOAD_EXPORT int poll(pollfd* fds, nfds_t nfds, int timeout) {
     init();
     nfds_t i = 0;
+    // A fork-mode socket becomes an rsocket here already: a server that
+    // polls before its first read would otherwise wait for data the peer
+    // only sends once both sides are rsockets.
+    bool any = false;
     for (; i < nfds; i++)
-        if (lookup(fds[i].fd))
-            break;
-    if (i == nfds)
+        if (lookup_data(fds[i].fd))
+            any = true;
+    if (!any)
         return real.poll(fds, nfds, timeout);
     std::vector<pollfd>& r = scratch().fds;
     try {
@@ -606,10 +793,10 @@ PRELOAD_EXPORT int poll(pollfd* fds, nfds_t nfds, int timeout) {
 PRELOAD_EXPORT int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout) {
     init();
     bool any = false;
-    for (int fd = 0; fd < nfds && fd < FD_SETSIZE && !any; fd++) {
+    for (int fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
         if (((readfds && FD_ISSET(fd, readfds)) || (writefds && FD_ISSET(fd, writefds)) ||
              (exceptfds && FD_ISSET(fd, exceptfds))) &&
-            lookup(fd))
+            lookup_data(fd))
             any = true;
     }
     if (!any)
@@ -742,7 +929,7 @@ namespace {
 
 // A dup of a stand-in stands for the same rsocket.
 int share(int oldfd, int newfd) {
-    Target* t = lookup(oldfd);
+    Target* t = lookup(oldfd);  // dups of fork-mode sockets stay kernel sockets
     if (!t || newfd < 0)
         return newfd;
     t->refs.fetch_add(1, std::memory_order_relaxed);
@@ -811,6 +998,7 @@ PRELOAD_EXPORT int dup2(int oldfd, int newfd) {
     init();
     if (oldfd == newfd)
         return real.dup2(oldfd, newfd);
+    lookup_data(oldfd);  // a fork-mode socket becomes an rsocket first
     // newfd is closed first, as dup2 does.
     if (Target* t = table().erase(newfd))
         release(t);
@@ -911,9 +1099,9 @@ PRELOAD_EXPORT int epoll_create(int size) {
 
 PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
     init();
+    Target* t = op == EPOLL_CTL_ADD ? lookup_data(fd) : lookup(fd);
     if (!epolls().get(epfd))
         return real.epoll_ctl(epfd, op, fd, event);
-    Target* t = lookup(fd);
     Inside in;
     return repoll_ctl(epfd, op, t ? t->rs : fd, event);
 }

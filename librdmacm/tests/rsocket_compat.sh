@@ -8,8 +8,10 @@
 #
 #   rsocket_compat.sh OUR_LIBDIR [REF_LIBDIR]
 #
-# REF_LIBDIR defaults to /usr/lib/<multiarch>. A case whose baseline fails
-# (the reference cannot do it on this device) is reported and not counted.
+# REF_LIBDIR defaults to /usr/lib/<multiarch>. When the baseline fails (the
+# reference cannot do it on this device: on rxe its datagram rsockets fail
+# in rconnect, its rstream -T a client exits 16), ours with ours is still
+# required and the mixed pairs are only reported.
 # Exits 0 when every counted case passes, 1 otherwise, 77 when the
 # programs or an RDMA device are missing.
 set -u
@@ -50,19 +52,23 @@ one() {
 }
 
 case_() {
-	local name=$1 prog=$2 sargs=$3 cargs=$4
+	local name=$1 prog=$2 sargs=$3 cargs=$4 counted=all
 	if ! one "$ref" "$ref" "$prog" "$sargs" "$cargs"; then
-		echo "skip: $name: the reference fails on its own here"
+		# Ours must still work with itself; pairs with the reference
+		# are shown for information only.
+		echo "note: $name: the reference fails with itself here:"
 		sed 's/^/    /' "$work/why"
-		return
+		counted=ours
 	fi
-	local pair s c
+	local pair
 	for pair in "$ours $ours ours/ours" "$ours $ref ours-server/ref-client" "$ref $ours ref-server/ours-client"; do
 		# shellcheck disable=SC2086
 		set -- $pair
 		if one "$1" "$2" "$prog" "$sargs" "$cargs" ||
 			{ sleep 1; one "$1" "$2" "$prog" "$sargs" "$cargs"; }; then
 			echo "ok: $name $3"
+		elif [ $counted = ours ] && [ "$3" != ours/ours ]; then
+			echo "info: $name $3 fails (the reference side fails on its own)"
 		else
 			echo "FAIL: $name $3"
 			cat "$work/why"

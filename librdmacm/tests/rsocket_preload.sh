@@ -18,9 +18,10 @@
 # preload must show both.
 #
 # Also: poll, select and epoll servers; blocking, nonblocking, dup()ed and
-# sendfile() clients; socket flags; falling back to kernel TCP when the
-# server is not an rsocket; programs that never open a socket are
-# untouched. Exits 0 when all pass, 1 otherwise, 77 without an RDMA device.
+# sendfile() clients; socket flags; RDMAV_FORK_SAFE=1 with a server that
+# forks per connection (TCP first, rsockets in the children); falling back
+# to kernel TCP when the server is not an rsocket; programs that never open
+# a socket are untouched. Exits 0 when all pass, 1 otherwise, 77 without an RDMA device.
 set -u
 
 preload=${1:?preload library}
@@ -119,6 +120,29 @@ run_pair sendfile "$ours" "-m poll" "$ours" "300000 -f" rsocket
 run_pair sockflags "$ours" "-m epoll" "$ours" "500000 -c" rsocket
 run_pair small-queues "$ours RS_SQ_SIZE=16 RS_RQ_SIZE=16 RS_INLINE=0" "-m poll" \
 	"$ours RS_SQ_SIZE=16 RS_RQ_SIZE=16" "1000000 -N" rsocket
+
+# RDMAV_FORK_SAFE=1: connections start on TCP and move to rsockets at the
+# first transfer, so a server may fork after accept and its child owns the
+# RDMA connection.
+port=$((port + 1))
+env $ours RDMAV_FORK_SAFE=1 timeout 60 "$echo_bin" server $port -n 2 -m poll -F >"$work/fork.server" 2>&1 &
+spid=$!
+for i in $(seq 100); do grep -q listening "$work/fork.server" && break; sleep 0.1; done
+env $ours RDMAV_FORK_SAFE=1 timeout 30 "$echo_bin" client "$host" $port 300000 >"$work/fork.c1" 2>&1 &&
+	env $ours RDMAV_FORK_SAFE=1 timeout 30 "$echo_bin" client "$host" $port 100000 -N >"$work/fork.c2" 2>&1
+c=$?
+wait $spid
+s=$?
+if [ $c = 0 ] && [ $s = 0 ] &&
+	grep -q '^client fd -> socket:' "$work/fork.c1" &&
+	grep -q '^client after fd -> /dev/null' "$work/fork.c1" &&
+	grep -q '^client after fd -> /dev/null' "$work/fork.c2" &&
+	[ "$(grep -c '^server after fd -> /dev/null' "$work/fork.server")" = 2 ]; then
+	pass "fork (TCP first, rsockets in the forked children)"
+else
+	fail "fork (client $c server $s)"
+	cat "$work/fork.server" "$work/fork.c1" "$work/fork.c2"
+fi
 
 # The server is a kernel socket: the preloaded client's rsocket connect is
 # refused and it carries on over TCP under the same descriptor number.

@@ -2,18 +2,19 @@
  * (no RDMA headers): the program librspreload must be able to run over
  * rsockets unmodified.
  *
- *   rsocket_tcp_echo server PORT [-n CLIENTS] [-m poll|select|epoll|block]
+ *   rsocket_tcp_echo server PORT [-n CLIENTS] [-m poll|select|epoll|block] [-F]
  *   rsocket_tcp_echo client HOST PORT BYTES [-N] [-d] [-f] [-c]
  *
  * The server echoes what each client sends until the client shuts down its
- * sending side. The client sends BYTES of a known pattern, reads the echo
+ * sending side (-F: in a child process forked for each connection). The client sends BYTES of a known pattern, reads the echo
  * back and checks it; -N connects and transfers nonblocking (poll), -d does
  * its reads through a dup() of the socket, -f sends with sendfile() from a
  * temporary file, -c asks for SOCK_CLOEXEC|SOCK_NONBLOCK at socket().
  *
  * Both print "fd -> TARGET" for their connection, TARGET being what
  * /proc/self/fd shows ("socket:[N]" for a kernel socket), so a test can
- * tell whether the connection is a kernel socket at all.
+ * tell whether the connection is a kernel socket at all; "after fd ->" is
+ * the same once the transfer is done.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,6 +32,7 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void die(const char *what)
@@ -134,15 +136,18 @@ static long echo(int fd, const char *mode)
 static int server(int argc, char **argv)
 {
 	const char *mode = "poll";
-	int clients = 1, port, lfd, one = 1, opt;
+	int clients = 1, port, lfd, one = 1, opt, use_fork = 0, status, rc = 0;
 	struct sockaddr_in sin;
 
 	if (argc < 3)
 		return 2;
 	port = atoi(argv[2]);
 	optind = 3;
-	while ((opt = getopt(argc, argv, "n:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:m:F")) != -1) {
 		switch (opt) {
+		case 'F':
+			use_fork = 1;
+			break;
 		case 'n':
 			clients = atoi(optarg);
 			break;
@@ -176,13 +181,30 @@ static int server(int argc, char **argv)
 		if (fd < 0)
 			die("accept");
 		show_fd("server", fd);
+		if (use_fork) {
+			pid_t pid = fork();
+
+			if (pid < 0)
+				die("fork");
+			if (pid) {
+				close(fd);
+				continue;
+			}
+			close(lfd);
+		}
 		n = echo(fd, mode);
+		show_fd("server after", fd);
 		printf("server echoed %ld bytes\n", n);
 		fflush(stdout);
 		close(fd);
+		if (use_fork)
+			exit(0);
 	}
 	close(lfd);
-	return 0;
+	while (use_fork && wait(&status) > 0)
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			rc = 1;
+	return rc;
 }
 
 static void wait_fd(int fd, short ev)
@@ -336,6 +358,7 @@ static int client(int argc, char **argv)
 		fprintf(stderr, "rsocket_tcp_echo: echoed data differs\n");
 		return 1;
 	}
+	show_fd("client after", fd);
 	if (use_dup)
 		close(rfd);
 	close(fd);
@@ -356,7 +379,7 @@ int main(int argc, char **argv)
 	else if (argc >= 2 && !strcmp(argv[1], "client"))
 		r = client(argc, argv);
 	if (r == 2)
-		fprintf(stderr, "usage: rsocket_tcp_echo server PORT [-n CLIENTS] [-m poll|select|epoll|block]\n"
+		fprintf(stderr, "usage: rsocket_tcp_echo server PORT [-n CLIENTS] [-m poll|select|epoll|block] [-F]\n"
 				"       rsocket_tcp_echo client HOST PORT BYTES [-N] [-d] [-f] [-c]\n");
 	return r;
 }

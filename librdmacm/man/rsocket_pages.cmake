@@ -1,0 +1,2 @@
+# rsockets and the preload library (section 7).
+rdma_man_pages(rsocket.7.md)
