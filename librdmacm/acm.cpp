@@ -47,13 +47,13 @@ size_t encode_resolve(Msg& msg, const rdma_addrinfo& rai) {
     for (size_t i = 0; i < n; i++) has_dest |= (msg.ep[i].flags & kFlagDest) != 0;
     if (!has_dest) return 0;
     size_t len = kHdrLen + n * kEpLen;
-    msg.hdr.length = htons(static_cast<uint16_t>(len));
+    msg.hdr.length = static_cast<uint16_t>(len);
     return len;
 }
 
 bool decode_paths(const Msg& msg, size_t len, rdma_addrinfo* rai) {
     if (len < kHdrLen || msg.hdr.opcode != (kOpResolve | kOpAck) || msg.hdr.status) return false;
-    size_t total = ntohs(msg.hdr.length);
+    size_t total = msg.hdr.length;
     if (total < kHdrLen || total > len || total > sizeof(Msg)) return false;
     size_t count = (total - kHdrLen) / kEpLen;
     size_t paths = 0;
@@ -112,7 +112,7 @@ int connect_ibacm() {
     if (sock < 0) return -1;
     sockaddr_un sun{};
     sun.sun_family = AF_UNIX;
-    std::strncpy(sun.sun_path, "/run/ibacm-unix.sock", sizeof(sun.sun_path) - 1);
+    std::strncpy(sun.sun_path, "/run/ibacm.sock", sizeof(sun.sun_path) - 1);
     if (::connect(sock, reinterpret_cast<sockaddr*>(&sun), sizeof(sun))) {
         ::close(sock);
         return -1;
@@ -142,7 +142,7 @@ void acm_resolve(rdma_addrinfo* rai, const rdma_addrinfo& hints) {
             ssize_t n = ::recv(sock, reinterpret_cast<char*>(&msg) + got, sizeof(msg) - got, 0);
             if (n <= 0) break;
             got += static_cast<size_t>(n);
-            if (got >= acm::kHdrLen && got >= ntohs(msg.hdr.length)) break;
+            if (got >= acm::kHdrLen && got >= msg.hdr.length) break;
         }
         acm::decode_paths(msg, got, rai);
     }

@@ -11,7 +11,8 @@ namespace rdma::cm {
 // ibacm is not running or cannot answer, as the reference behaves.
 void acm_resolve(rdma_addrinfo* rai, const rdma_addrinfo& hints);
 
-// Wire format of an ibacm message (host side of the protocol).
+// Wire format of an ibacm message. Every field of the header and of the
+// endpoint entries is in host byte order; path records are in IB wire order.
 namespace acm {
 constexpr uint8_t kVersion = 1;
 constexpr uint8_t kOpResolve = 0x01;
@@ -31,7 +32,7 @@ struct Hdr {
     uint8_t opcode;
     uint8_t status;
     uint8_t data[3];
-    uint16_t length;  // network order, header included
+    uint16_t length;  // host order (as ibacm and the reference use it), header included
     uint64_t tid;
 };
 struct EpAddr {

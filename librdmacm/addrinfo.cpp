@@ -94,7 +94,9 @@ RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const 
     if (hints) h = *hints;
     auto* rai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
     if (!rai) return fail(ENOMEM);
-    rai->ai_flags = h.ai_flags;
+    // Of the caller's flags only RAI_PASSIVE describes the result (the
+    // reference reports no others back).
+    rai->ai_flags = h.ai_flags & RAI_PASSIVE;
     int ret = 0;
     if (node || service) {
         ret = lookup(node, service, h, rai);

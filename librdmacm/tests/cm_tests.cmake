@@ -25,3 +25,26 @@ if(RDMA_REF_RDMACM AND RDMA_REF_IBVERBS AND EXISTS /usr/include/rdma/rdma_cma.h)
       COMMAND $<TARGET_FILE:librdmacm_cm_tests_reference>)
   endif()
 endif()
+
+# rdma_getaddrinfo on both libraries, with and without a (stand-in) ibacm.
+add_executable(rdmacm_getaddrinfo_print getaddrinfo_print.c)
+target_link_libraries(rdmacm_getaddrinfo_print PRIVATE rdmacm)
+if(RDMA_REF_RDMACM AND EXISTS /usr/include/rdma/rdma_cma.h)
+  add_executable(rdmacm_getaddrinfo_print_reference getaddrinfo_print.c)
+  set_property(TARGET rdmacm_getaddrinfo_print_reference PROPERTY INCLUDE_DIRECTORIES "")
+  target_link_libraries(rdmacm_getaddrinfo_print_reference PRIVATE ${RDMA_REF_RDMACM})
+  set(ref_printer $<TARGET_FILE:rdmacm_getaddrinfo_print_reference>)
+else()
+  set(ref_printer /nonexistent)
+endif()
+if(COMMAND rdma_vm_test)
+  rdma_vm_test(NAME rdmacm_getaddrinfo_compat TIMEOUT 300
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/compat/rdmacm-getaddrinfo-compat.sh
+      ${ref_printer} $<TARGET_FILE:rdmacm_getaddrinfo_print>)
+endif()
+
+# Unit tests (no kernel): the ibacm client's message encoding and decoding.
+add_executable(librdmacm_unit_tests acm_test.cpp ${CMAKE_SOURCE_DIR}/librdmacm/acm.cpp)
+target_include_directories(librdmacm_unit_tests PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(librdmacm_unit_tests PRIVATE rdmacm_headers GTest::gtest_main)
+add_test(NAME unit.librdmacm COMMAND librdmacm_unit_tests)
