@@ -1,8 +1,8 @@
 // Pieces shared by the connection manager examples (rping, ucmatose,
 // udaddy, mckey, cmtime): event channel creation with the reference's
 // messages, the rdma_getaddrinfo dance for a server/bind address pair, a
-// counting semaphore, number parsing with atoi's semantics, and owners for
-// the few library objects whose release order does not matter.
+// counting semaphore, number parsing with atoi's semantics, and an owner
+// for rdma_getaddrinfo results.
 //
 // Messages, exit statuses and wire formats of these programs are a
 // compatibility contract with rdmacm-utils 44: scripts read their output
@@ -63,14 +63,5 @@ struct AddrinfoDeleter {
 	void operator()(rdma_addrinfo *info) const { rdma_freeaddrinfo(info); }
 };
 using Addrinfo = std::unique_ptr<rdma_addrinfo, AddrinfoDeleter>;
-
-struct EventChannelDeleter {
-	void operator()(rdma_event_channel *channel) const { rdma_destroy_event_channel(channel); }
-};
-using EventChannel = std::unique_ptr<rdma_event_channel, EventChannelDeleter>;
-
-struct FreeDeleter {
-	void operator()(void *p) const { std::free(p); }
-};
 
 } // namespace cm_examples
