@@ -872,7 +872,7 @@ void StreamSocket::peer_disconnected() {
 // For calls that need a connection: finish a setup in progress first.
 int StreamSocket::finish_open(Lock& lk, bool nonblock) {
     if (state_ == kConnectError)
-        return -ENOTCONN;
+        return -ECONNRESET;  // what the reference's calls run into
     if (!(state_ & kOpening))
         return 0;
     int r = advance_connect(lk, nonblock);
@@ -1175,6 +1175,8 @@ ssize_t StreamSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* sr
     size_t len = iov_total(iov, iovcnt);
     std::lock_guard<std::mutex> rg(recv_mu_);
     Lock lk(mu_);
+    if (state_ == kConnectError)
+        return 0;  // a failed connection reads as end of file, as in the reference
     int r = finish_open(lk, nonblocking(flags));
     if (r)
         return r;

@@ -6,6 +6,12 @@
 //
 // The binary doubles as the "peer" process of the fault tests:
 //   rsocket_kernel_tests --peer ADDR PORT send|recv
+//
+// Built a second time against Debian's librdmacm (RSOCKET_TEST_REFERENCE):
+// what the reference lacks (repoll), where it crashes (bad descriptors, null
+// option values) or fails on rxe (datagrams, rpoll timeouts, full-duplex
+// streaming) is left out of that build, each place saying why; the rest
+// must pass on both.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,10 +26,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <execinfo.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -159,8 +168,8 @@ TEST(RsocketStream, DescriptorIsARealDistinctFd) {
     EXPECT_EQ(rclose(a), 0);
     EXPECT_EQ(rclose(b), 0);
     EXPECT_EQ(fcntl(a, F_GETFD), -1);  // closed with the rsocket
-    EXPECT_EQ(rclose(a), -1);
-    EXPECT_EQ(errno, EBADF);
+    // Ours says -1/EBADF; the reference returns EBADF itself.
+    EXPECT_NE(rclose(a), 0);
     close(pipefd[0]);
     close(pipefd[1]);
 }
@@ -256,9 +265,14 @@ TEST(RsocketStream, LargeTransferBothWaysWithDataCheck) {
     std::atomic<bool> ok1{true}, ok2{true};
     auto t0 = Clock::now();
     std::thread a([&] { pump(p.client, p.server, ok1, 1); });
+#ifndef RSOCKET_TEST_REFERENCE
     std::thread b([&] { pump(p.server, p.client, ok2, 99); });
-    a.join();
     b.join();
+#else
+    // Debian's rsockets hang when both directions stream at once (a
+    // sender and a receiver thread on each socket): one way only.
+#endif
+    a.join();
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     EXPECT_TRUE(ok1);
     EXPECT_TRUE(ok2);
@@ -383,13 +397,19 @@ TEST(RsocketStream, NonblockingConnectAcceptAndData) {
         drained += static_cast<size_t>(r);
     }
     EXPECT_EQ(drained, sent);
+#ifndef RSOCKET_TEST_REFERENCE
+    // (Debian's rpoll spins here past its timeout.)
     pc = {c, POLLOUT, 0};
     EXPECT_EQ(rpoll(&pc, 1, 15000), 1);
+#endif
     rclose(s);
     rclose(c);
     rclose(l);
 }
 
+#ifndef RSOCKET_TEST_REFERENCE
+// Debian's rpoll does not return here (it spins past the timeout once it
+// has reported the pipe).
 TEST(RsocketPoll, MixesRsocketsAndPipes) {
     Pair p;
     ASSERT_TRUE(make_pair(p));
@@ -436,7 +456,9 @@ TEST(RsocketPoll, MixesRsocketsAndPipes) {
     close(pipefd[0]);
     close(pipefd[1]);
 }
+#endif
 
+#ifndef RSOCKET_TEST_REFERENCE
 TEST(RsocketPoll, Repoll) {
     Pair p;
     ASSERT_TRUE(make_pair(p));
@@ -478,6 +500,7 @@ TEST(RsocketPoll, Repoll) {
     close(pipefd[0]);
     close(pipefd[1]);
 }
+#endif
 
 TEST(RsocketStream, ShutdownWriteGivesEofOneWay) {
     Pair p;
@@ -491,8 +514,10 @@ TEST(RsocketStream, ShutdownWriteGivesEofOneWay) {
     ASSERT_EQ(rsend(p.server, "back", 4, 0), 4);
     ASSERT_TRUE(recv_all(p.client, buf, 4));
     EXPECT_EQ(std::string(buf, 4), "back");
-    EXPECT_EQ(rshutdown(p.client, 42), -1);
+#ifndef RSOCKET_TEST_REFERENCE
+    EXPECT_EQ(rshutdown(p.client, 42), -1);  // the reference accepts anything
     EXPECT_EQ(errno, EINVAL);
+#endif
 }
 
 TEST(RsocketStream, CloseGivesEofAndSendFails) {
@@ -504,8 +529,11 @@ TEST(RsocketStream, CloseGivesEofAndSendFails) {
     char buf[8];
     ASSERT_TRUE(recv_all(p.server, buf, 3));
     EXPECT_EQ(rrecv(p.server, buf, sizeof buf, 0), 0);
+#ifndef RSOCKET_TEST_REFERENCE
+    // The reference still takes a first send after the peer's goodbye.
     EXPECT_EQ(rsend(p.server, "x", 1, 0), -1);
     EXPECT_TRUE(errno == ECONNRESET || errno == EPIPE) << strerror(errno);
+#endif
     pollfd pf{p.server, POLLIN | POLLOUT, 0};
     ASSERT_EQ(rpoll(&pf, 1, 1000), 1);
     EXPECT_TRUE(pf.revents & (POLLHUP | POLLERR)) << pf.revents;
@@ -523,9 +551,10 @@ TEST(RsocketFault, ConnectWithoutListenerIsRefused) {
     EXPECT_EQ(errno, ECONNREFUSED) << strerror(errno);
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30));
     char ch;
+    // Like the reference: sends fail as reset, receives see end of file.
     EXPECT_EQ(rsend(c, "x", 1, 0), -1);
-    EXPECT_EQ(errno, ENOTCONN);
-    EXPECT_EQ(rrecv(c, &ch, 1, 0), -1);
+    EXPECT_EQ(errno, ECONNRESET);
+    EXPECT_EQ(rrecv(c, &ch, 1, 0), 0);
     rclose(c);
 
     // Nonblocking: EINPROGRESS, then an error event and SO_ERROR.
@@ -703,8 +732,11 @@ TEST(RsocketOptions, SocketTcpAndRdmaLevels) {
     len = sizeof v;
     EXPECT_EQ(rgetsockopt(rs, IPPROTO_IP, IP_TOS, &v, &len), -1);
     EXPECT_EQ(errno, ENOTSUP);
+#ifndef RSOCKET_TEST_REFERENCE
+    // The reference dereferences the null pointer.
     EXPECT_EQ(rsetsockopt(rs, SOL_SOCKET, SO_RCVBUF, nullptr, 4), -1);
     EXPECT_EQ(errno, EFAULT);
+#endif
     EXPECT_EQ(rfcntl(rs, F_GETFD), -1);
     EXPECT_EQ(errno, ENOTSUP);
     rclose(rs);
@@ -795,6 +827,8 @@ TEST(RsocketOptions, KeepaliveKeepsAHealthyConnection) {
     ASSERT_EQ(rrecv(p.client, &ch, 1, 0), 1);
 }
 
+#ifndef RSOCKET_TEST_REFERENCE
+// Debian's datagram rsockets fail on RoCE (its first rsendto returns -1).
 TEST(RsocketDgram, PingPongAndSourceAddresses) {
     int a = rsocket(AF_INET, SOCK_DGRAM, 0);
     int b = rsocket(AF_INET, SOCK_DGRAM, IPPROTO_UDP);
@@ -849,6 +883,7 @@ TEST(RsocketDgram, PingPongAndSourceAddresses) {
     rclose(a);
     rclose(b);
 }
+#endif
 
 TEST(RsocketResources, ManyConnectionsLeaveNoDescriptorBehind) {
     uint16_t port;
@@ -871,6 +906,7 @@ TEST(RsocketResources, ManyConnectionsLeaveNoDescriptorBehind) {
     rclose(l);
 }
 
+#ifndef RSOCKET_TEST_REFERENCE
 TEST(RsocketErrors, BadArguments) {
     EXPECT_EQ(rsocket(AF_UNIX, SOCK_STREAM, 0), -1);
     EXPECT_EQ(errno, ENOTSUP);
@@ -893,6 +929,7 @@ TEST(RsocketErrors, BadArguments) {
     EXPECT_EQ(errno, EFAULT);
     rclose(rs);
 }
+#endif
 
 // ------------------------------------------------------------ peer process
 
@@ -913,6 +950,36 @@ int peer_main(const char* addr, const char* port, const char* mode) {
     return 0;
 }
 
+// A test that hangs must not eat the whole VM run: each test gets a time
+// limit, then the binary reports it with a backtrace and exits.
+#ifdef RSOCKET_TEST_REFERENCE
+constexpr int kTestLimit = 60;
+#else
+constexpr int kTestLimit = 120;
+#endif
+
+class Watchdog : public ::testing::EmptyTestEventListener {
+    void OnTestStart(const ::testing::TestInfo& info) override {
+        std::snprintf(current, sizeof current, "%s.%s", info.test_suite_name(), info.name());
+        alarm(kTestLimit);
+    }
+    void OnTestEnd(const ::testing::TestInfo&) override { alarm(0); }
+
+public:
+    static char current[256];
+};
+char Watchdog::current[256];
+
+void on_alarm(int) {
+    char msg[320];
+    int n = std::snprintf(msg, sizeof msg, "\nTIMEOUT: %s did not finish in %d s\n", Watchdog::current,
+                          kTestLimit);
+    (void)!write(2, msg, static_cast<size_t>(n));
+    void* frames[32];
+    backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+    _exit(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -920,5 +987,8 @@ int main(int argc, char** argv) {
         return peer_main(argv[2], argv[3], argv[4]);
     g_self = argv[0];
     ::testing::InitGoogleTest(&argc, argv);
+    signal(SIGALRM, on_alarm);
+    // gtest takes ownership of listeners.
+    ::testing::UnitTest::GetInstance()->listeners().Append(std::make_unique<Watchdog>().release());
     return RUN_ALL_TESTS();
 }

@@ -21,6 +21,18 @@ if(GTest_FOUND)
   if(COMMAND rdma_vm_test)
     rdma_vm_test(NAME librdmacm_rsocket TIMEOUT 600 COMMAND $<TARGET_FILE:librdmacm_rsocket_tests>)
   endif()
+
+  # The same tests on Debian's librdmacm keep the expectations honest.
+  find_library(RSOCKET_REF_RDMACM NAMES librdmacm.so.1 PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} NO_DEFAULT_PATH)
+  if(RSOCKET_REF_RDMACM AND EXISTS /usr/include/rdma/rsocket.h)
+    add_executable(librdmacm_rsocket_tests_reference rsocket_kernel_test.cpp)
+    target_compile_definitions(librdmacm_rsocket_tests_reference PRIVATE RSOCKET_TEST_REFERENCE)
+    target_link_libraries(librdmacm_rsocket_tests_reference PRIVATE ${RSOCKET_REF_RDMACM} GTest::gtest Threads::Threads)
+    if(COMMAND rdma_vm_test)
+      rdma_vm_test(NAME librdmacm_rsocket_reference TIMEOUT 600
+        COMMAND $<TARGET_FILE:librdmacm_rsocket_tests_reference>)
+    endif()
+  endif()
 endif()
 
 if(COMMAND rdma_vm_test)
