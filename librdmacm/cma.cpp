@@ -427,7 +427,9 @@ int init() {
     }
     int n = 0;
     ibv_device** list = ibv_get_device_list(&n);
-    if (!list) return fail(errno ? errno : ENODEV);
+    // However the device list failed (no uverbs at all: ENOSYS), the CM
+    // reports that there is no device, as the reference does.
+    if (!list) return fail(ENODEV);
     if (n == 0) {
         ibv_free_device_list(list);
         return fail(ENODEV);
