@@ -48,3 +48,8 @@ add_executable(librdmacm_unit_tests acm_test.cpp ${CMAKE_SOURCE_DIR}/librdmacm/a
 target_include_directories(librdmacm_unit_tests PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(librdmacm_unit_tests PRIVATE rdmacm_headers GTest::gtest_main)
 add_test(NAME unit.librdmacm COMMAND librdmacm_unit_tests)
+
+# A host without RDMA devices: the programs answer as Debian's do.
+add_test(NAME compat.rdmacm_no_device
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/no_device_compat.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(compat.rdmacm_no_device PROPERTIES SKIP_RETURN_CODE 77)
