@@ -9,6 +9,7 @@
 // Receive buffers of every QP are registered once; a datagram that arrived
 // over UDP is kept in a small pool of local slots until it is read.
 #include "rsocket_internal.h"
+#include "rsocket_options.h"
 #include "rsocket_wire.h"
 
 #include <netinet/in.h>
@@ -905,48 +906,41 @@ int DgramSocket::getsockname(sockaddr* addr, socklen_t* len) {
 int DgramSocket::setsockopt(int level, int name, const void* val, socklen_t len) {
     if (!val)
         return -EFAULT;
-    if (level != SOL_RDMA) {
-        if (::setsockopt(udp_.fd, level, name, val, len))
-            return -errno;
-    }
+    // Socket-level options belong to the UDP socket as well.
+    if (level != SOL_RDMA && ::setsockopt(udp_.fd, level, name, val, len))
+        return -errno;
     int v = 0;
     if (len >= sizeof(int))
         std::memcpy(&v, val, sizeof v);
     Lock lk(mu_);
-    switch (level) {
-    case SOL_SOCKET:
-        if (name == SO_RCVBUF && qps_.empty() && len >= sizeof(int))
-            rbuf_size_ = static_cast<uint32_t>(v) << 1;
-        else if (name == SO_SNDBUF && !sbuf_ && len >= sizeof(int)) {
-            sbuf_size_ = static_cast<uint32_t>(v) << 1;
-            if (sbuf_size_ < kSendLowWater)
-                sbuf_size_ = kSendLowWater << 1;
-        }
-        return 0;
-    case SOL_RDMA:
-        if (state_ != kInit)
-            return -EINVAL;
-        if (len < sizeof(int))
-            return -EINVAL;
-        switch (name) {
-        case RDMA_SQSIZE:
-            sq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-            return 0;
-        case RDMA_RQSIZE:
-            rq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-            return 0;
-        case RDMA_INLINE:
-            sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-            return 0;
-        case RDMA_IOMAPSIZE:
-        case RDMA_ROUTE:
-            return 0;
-        default:
-            return -ENOTSUP;
-        }
-    default:
+    if (level == SOL_SOCKET && len >= sizeof(int)) {
+        if (name == SO_RCVBUF && qps_.empty())
+            rbuf_size_ = opts::rcvbuf(v);
+        else if (name == SO_SNDBUF && !sbuf_)
+            sbuf_size_ = opts::sndbuf(v);
         return 0;
     }
+    if (level != SOL_RDMA)
+        return 0;
+    int r = opts::check_set(level, name, val, len);
+    if (r)
+        return r;
+    if (state_ != kInit)
+        return -EINVAL;
+    switch (name) {
+    case RDMA_SQSIZE:
+        sq_size_ = opts::queue_value(v);
+        break;
+    case RDMA_RQSIZE:
+        rq_size_ = opts::queue_value(v);
+        break;
+    case RDMA_INLINE:
+        sq_inline_ = opts::queue_value(v);
+        break;
+    default:  // RDMA_IOMAPSIZE, RDMA_ROUTE: stream sockets only
+        break;
+    }
+    return 0;
 }
 
 int DgramSocket::getsockopt(int level, int name, void* val, socklen_t* len) {

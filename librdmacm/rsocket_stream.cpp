@@ -18,6 +18,7 @@
 // the sleeper to report progress; that way no wake-up is lost when two
 // threads (a reader and a writer) wait on the same socket.
 #include "rsocket_internal.h"
+#include "rsocket_options.h"
 #include "rsocket_wire.h"
 
 #include <endian.h>
@@ -1389,13 +1390,8 @@ int StreamSocket::shutdown(int how) {
         keepalive_token_ = 0;
     }
     Lock lk(mu_);
-    if (!(state_ & kConnected)) {
-        if (state_ & kOpening)
-            return -ENOTCONN;
-        if (state_ == kDisconnected || state_ == kError)
-            return 0;
-        return -ENOTCONN;
-    }
+    if (!(state_ & kConnected))
+        return 0;  // nothing to tell a peer (the reference answers 0 too)
     uint32_t ctrl;
     if (how == SHUT_RDWR) {
         ctrl = wire::kCtrlDisconnect;
@@ -1516,91 +1512,56 @@ void StreamSocket::on_keepalive_timer() {
 }
 
 int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len) {
-    if (!val)
-        return -EFAULT;
-    auto int_val = [&](int& out) {
-        if (len < sizeof(int))
-            return false;
-        std::memcpy(&out, val, sizeof(int));
-        return true;
-    };
+    int ret = opts::check_set(level, name, val, len);
+    if (ret)
+        return ret;
     int v = 0;
-    bool on = false;
-    uint64_t* opts = nullptr;
-    int ret = -ENOTSUP;
+    if (len >= sizeof(int))
+        std::memcpy(&v, val, sizeof v);
+    bool on = v != 0;
+    uint64_t* bits = nullptr;
     Lock lk(mu_);
     switch (level) {
     case SOL_SOCKET:
-        opts = &so_opts_;
+        bits = &so_opts_;
         switch (name) {
         case SO_REUSEADDR:
-            if (!int_val(v))
-                return -EINVAL;
-            ret = rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, const_cast<void*>(val), len)
-                      ? -errno_or(EINVAL)
-                      : 0;
-            // Once bound, the kernel refuses the change; sockets code sets it
-            // late all the time, so (like the reference) accept it.
-            if (ret && (ret == -ENOSYS || state_ != kInit))
-                ret = 0;
-            on = v != 0;
+            // Once bound, the kernel refuses the change; sockets code sets
+            // it late all the time, so (like the reference) accept it.
+            if (rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, const_cast<void*>(val), len) &&
+                errno != ENOSYS && state_ == kInit)
+                return -errno_or(EINVAL);
             break;
         case SO_RCVBUF:
-            if (!int_val(v))
-                return -EINVAL;
             if (!rbuf_)
-                rbuf_size_ = static_cast<uint32_t>(v) << 1;
-            ret = 0;
+                rbuf_size_ = opts::rcvbuf(v);
             break;
         case SO_SNDBUF:
-            if (!int_val(v))
-                return -EINVAL;
             if (!sbuf_)
-                sbuf_size_ = static_cast<uint32_t>(v) << 1;
-            if (sbuf_size_ < kSendLowWater)
-                sbuf_size_ = kSendLowWater << 1;
-            ret = 0;
+                sbuf_size_ = opts::sndbuf(v);
             break;
         case SO_LINGER: {
-            if (len < sizeof(linger))
-                return -EINVAL;
             linger l;
             std::memcpy(&l, val, sizeof l);
-            // Stored inverted: lingering (the default) is bit clear.
-            on = !l.l_onoff;
-            ret = 0;
+            on = !l.l_onoff;  // stored inverted: lingering (the default) is bit clear
             break;
         }
         case SO_KEEPALIVE:
-            if (!int_val(v))
-                return -EINVAL;
             lk.unlock();
-            ret = set_keepalive(v != 0);
+            ret = set_keepalive(on);
             lk.lock();
+            if (ret)
+                return ret;
             on = keepalive_token_ != 0;
             break;
-        case SO_OOBINLINE:
-            if (!int_val(v))
-                return -EINVAL;
-            on = v != 0;
-            ret = 0;
-            break;
-        default:
+        default:  // SO_OOBINLINE: a flag only
             break;
         }
         break;
     case IPPROTO_TCP:
-        opts = &tcp_opts_;
-        switch (name) {
-        case TCP_KEEPCNT:
-        case TCP_KEEPINTVL:
-            ret = 0;  // a reliable connection retries by itself
-            break;
-        case TCP_KEEPIDLE:
-            if (!int_val(v))
-                return -EINVAL;
-            if (v <= 0)
-                return -EINVAL;
+        if (name == TCP_NODELAY) {
+            bits = &tcp_opts_;
+        } else if (name == TCP_KEEPIDLE) {
             keepalive_time_ = static_cast<unsigned>(v);
             if (keepalive_token_) {
                 itimerspec its{};
@@ -1608,83 +1569,44 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
                 its.it_interval.tv_sec = keepalive_time_;
                 timerfd_settime(keepalive_timer_.fd, 0, &its, nullptr);
             }
-            ret = 0;
-            opts = nullptr;
-            break;
-        case TCP_NODELAY:
-            if (!int_val(v))
-                return -EINVAL;
-            on = v != 0;
-            ret = 0;
-            break;
-        case TCP_MAXSEG:
-            ret = 0;
-            opts = nullptr;
-            break;
-        default:
-            break;
         }
+        // TCP_KEEPCNT, TCP_KEEPINTVL, TCP_MAXSEG: a reliable connection
+        // has no use for them.
         break;
-    case IPPROTO_IPV6:
-        opts = &ipv6_opts_;
-        if (name == IPV6_V6ONLY) {
-            if (!int_val(v))
-                return -EINVAL;
-            ret = rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, const_cast<void*>(val), len)
-                      ? -errno_or(EINVAL)
-                      : 0;
-            on = v != 0;
-        }
+    case IPPROTO_IPV6:  // IPV6_V6ONLY
+        bits = &ipv6_opts_;
+        if (rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, const_cast<void*>(val), len))
+            return -errno_or(EINVAL);
         break;
     case SOL_RDMA:
         if (state_ >= kOpening)
             return -EINVAL;
         switch (name) {
         case RDMA_SQSIZE:
-            if (!int_val(v))
-                return -EINVAL;
-            sq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-            ret = 0;
+            sq_size_ = opts::queue_value(v);
             break;
         case RDMA_RQSIZE:
-            if (!int_val(v))
-                return -EINVAL;
-            rq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-            ret = 0;
+            rq_size_ = opts::queue_value(v);
             break;
         case RDMA_INLINE:
-            if (!int_val(v))
-                return -EINVAL;
-            sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-            ret = 0;
+            sq_inline_ = opts::queue_value(v);
             break;
         case RDMA_IOMAPSIZE:
-            if (!int_val(v))
-                return -EINVAL;
-            target_iomap_size_ = static_cast<uint32_t>(static_cast<uint16_t>(
-                wire::decode_scale(static_cast<uint8_t>(wire::encode_scale(v, 8)), 8)));
-            ret = 0;
+            target_iomap_size_ = opts::iomap_entries(v);
             break;
         case RDMA_ROUTE:
-            if (len == 0 || len % sizeof(ibv_path_data))
-                return -EINVAL;
             route_.assign(static_cast<const uint8_t*>(val), static_cast<const uint8_t*>(val) + len);
-            ret = 0;
-            break;
-        default:
             break;
         }
         break;
-    default:
-        break;
     }
-    if (!ret && opts && name < 64) {
+    if (bits && name < 64) {
         if (on)
-            *opts |= 1ull << name;
+            *bits |= 1ull << name;
         else
-            *opts &= ~(1ull << name);
+            *bits &= ~(1ull << name);
     }
-    return ret;
+    return 0;
 }
 
 int StreamSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
@@ -1987,7 +1909,10 @@ short StreamSocket::poll_check(short events) {
             rev |= POLLIN;
         if ((events & POLLOUT) && can_send())
             rev |= POLLOUT;
-        if (!(state_ & kConnected))
+        // Hang-up is reported once the data the peer sent before leaving
+        // has been read, as TCP does (POLLIN alone until then): a program
+        // that treats POLLHUP as the end would otherwise lose that data.
+        if (!(state_ & kConnected) && !have_rdata())
             rev |= (state_ == kDisconnected) ? POLLHUP : POLLERR;
         return rev;
     }

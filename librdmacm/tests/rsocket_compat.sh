@@ -10,8 +10,10 @@
 #
 # REF_LIBDIR defaults to /usr/lib/<multiarch>. When the baseline fails (the
 # reference cannot do it on this device: on rxe its datagram rsockets fail
-# in rconnect, its rstream -T a client exits 16), ours with ours is still
-# required and the mixed pairs are only reported.
+# in rconnect; now and then its rstream -T a client sees POLLHUP before the
+# last data and exits 16), ours with ours is still required and the mixed
+# pairs are only reported. A client refused while its server still starts
+# up is run again (a listening rsocket cannot be seen from outside).
 # Exits 0 when every counted case passes, 1 otherwise, 77 when the
 # programs or an RDMA device are missing.
 set -u
@@ -31,19 +33,32 @@ failures=0
 port=7600
 
 # one SIDE_SERVER SIDE_CLIENT PROG "SERVER ARGS" "CLIENT ARGS": 0 if both
-# ends succeed.
+# ends succeed (udpong's server never ends: there the client's word counts).
 one() {
 	local sl=$1 cl=$2 prog=$3 sargs=$4 cargs=$5
 	port=$((port + 1))
 	# shellcheck disable=SC2086
 	LD_LIBRARY_PATH=$sl timeout $limit /usr/bin/$prog -p $port $sargs >"$work/srv" 2>&1 &
 	local sp=$!
-	sleep 2
-	# shellcheck disable=SC2086
-	LD_LIBRARY_PATH=$cl timeout $limit /usr/bin/$prog -p $port -s "$host" $cargs >"$work/cli" 2>&1
-	local crc=$?
+	# A listening rsocket cannot be seen from outside: a client that is
+	# refused quickly while the server still starts up tries again.
+	local attempt crc start
+	sleep 1
+	for attempt in 1 2 3 4 5 6; do
+		start=$SECONDS
+		# shellcheck disable=SC2086
+		LD_LIBRARY_PATH=$cl timeout $limit /usr/bin/$prog -p $port -s "$host" $cargs >"$work/cli" 2>&1
+		crc=$?
+		[ $crc = 0 ] && break
+		kill -0 $sp 2>/dev/null || break
+		[ $((SECONDS - start)) -le 3 ] || break
+		grep -Eq 'Connection refused|^rpoll:|^rconnect:' "$work/cli" || break
+		sleep 1
+	done
+	[ "$prog" = udpong ] && kill $sp 2>/dev/null
 	wait $sp
 	local src=$?
+	[ "$prog" = udpong ] && src=0
 	if [ $crc != 0 ] || [ $src != 0 ]; then
 		{ echo "  client rc=$crc:"; tail -3 "$work/cli"; echo "  server rc=$src:"; tail -3 "$work/srv"; } >"$work/why"
 		return 1
@@ -64,8 +79,7 @@ case_() {
 	for pair in "$ours $ours ours/ours" "$ours $ref ours-server/ref-client" "$ref $ours ref-server/ours-client"; do
 		# shellcheck disable=SC2086
 		set -- $pair
-		if one "$1" "$2" "$prog" "$sargs" "$cargs" ||
-			{ sleep 1; one "$1" "$2" "$prog" "$sargs" "$cargs"; }; then
+		if one "$1" "$2" "$prog" "$sargs" "$cargs"; then
 			echo "ok: $name $3"
 		elif [ $counted = ours ] && [ "$3" != ours/ours ]; then
 			echo "info: $name $3 fails (the reference side fails on its own)"

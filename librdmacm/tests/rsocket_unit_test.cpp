@@ -1,7 +1,8 @@
 // rsockets pieces that need no kernel: the wire encodings (immediate-data
 // messages, connection data, datagram headers) byte for byte, the iomap size
-// scaling, the configuration files, and the index table.
+// scaling, option validation, the configuration files, and the index table.
 #include "librdmacm/rsocket_internal.h"
+#include "librdmacm/rsocket_options.h"
 #include "librdmacm/rsocket_wire.h"
 
 #include <arpa/inet.h>
@@ -199,6 +200,56 @@ TEST(RsocketWire, UdpResolutionHeader) {
     EXPECT_EQ(h.op, static_cast<uint8_t>(Op::Ctrl));
     EXPECT_TRUE(wire::parse_udp_header(&h, 28, AF_INET6));
     EXPECT_FALSE(wire::parse_udp_header(&h, 27, AF_INET6));
+}
+
+TEST(RsocketOptions, WhatRsetsockoptAccepts) {
+    int one = 1, zero = 0, neg = -3;
+    linger l{1, 0};
+    // Supported, well-formed.
+    for (int name : {SO_REUSEADDR, SO_RCVBUF, SO_SNDBUF, SO_KEEPALIVE, SO_OOBINLINE})
+        EXPECT_EQ(opts::check_set(SOL_SOCKET, name, &one, sizeof one), 0) << name;
+    EXPECT_EQ(opts::check_set(SOL_SOCKET, SO_LINGER, &l, sizeof l), 0);
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_KEEPIDLE, &one, sizeof one), 0);
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_MAXSEG, &one, 1), 0);  // ignored
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_KEEPCNT, &one, sizeof one), 0);
+    EXPECT_EQ(opts::check_set(IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one), 0);
+    for (int name : {RDMA_SQSIZE, RDMA_RQSIZE, RDMA_INLINE, RDMA_IOMAPSIZE})
+        EXPECT_EQ(opts::check_set(SOL_RDMA, name, &one, sizeof one), 0) << name;
+    ibv_path_data paths[2] = {};
+    EXPECT_EQ(opts::check_set(SOL_RDMA, RDMA_ROUTE, paths, sizeof paths), 0);
+    // Not supported: ENOTSUP, whatever the value.
+    EXPECT_EQ(opts::check_set(SOL_SOCKET, SO_BROADCAST, &one, sizeof one), -ENOTSUP);
+    EXPECT_EQ(opts::check_set(SOL_SOCKET, SO_RCVTIMEO, nullptr, 0), -ENOTSUP);
+    EXPECT_EQ(opts::check_set(IPPROTO_IP, IP_TOS, &one, sizeof one), -ENOTSUP);
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_CORK, &one, sizeof one), -ENOTSUP);
+    EXPECT_EQ(opts::check_set(IPPROTO_IPV6, IPV6_UNICAST_HOPS, &one, sizeof one), -ENOTSUP);
+    EXPECT_EQ(opts::check_set(SOL_RDMA, 99, &one, sizeof one), -ENOTSUP);
+    EXPECT_EQ(opts::check_set(12345, 1, &one, sizeof one), -ENOTSUP);
+    // Malformed values.
+    EXPECT_EQ(opts::check_set(SOL_SOCKET, SO_RCVBUF, nullptr, sizeof one), -EFAULT);
+    EXPECT_EQ(opts::check_set(SOL_SOCKET, SO_RCVBUF, &one, 2), -EINVAL);
+    EXPECT_EQ(opts::check_set(SOL_SOCKET, SO_LINGER, &l, sizeof l - 1), -EINVAL);
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_KEEPIDLE, &zero, sizeof zero), -EINVAL);
+    EXPECT_EQ(opts::check_set(IPPROTO_TCP, TCP_KEEPIDLE, &neg, sizeof neg), -EINVAL);
+    EXPECT_EQ(opts::check_set(SOL_RDMA, RDMA_ROUTE, paths, sizeof paths[0] + 1), -EINVAL);
+    EXPECT_EQ(opts::check_set(SOL_RDMA, RDMA_ROUTE, paths, 0), -EINVAL);
+}
+
+TEST(RsocketOptions, ValuesBecomeSettings) {
+    EXPECT_EQ(opts::rcvbuf(65536), 131072u);
+    EXPECT_EQ(opts::rcvbuf(1), 2u);
+    EXPECT_EQ(opts::sndbuf(65536), 131072u);
+    EXPECT_EQ(opts::sndbuf(100), 4096u);   // never below two low-water marks
+    EXPECT_EQ(opts::sndbuf(1024), 2048u);
+    EXPECT_EQ(opts::sndbuf(1023), 4096u);
+    EXPECT_EQ(opts::queue_value(64), 64);
+    EXPECT_EQ(opts::queue_value(0x10000), 0xfffe);
+    EXPECT_EQ(opts::queue_value(-1), 0xfffe);
+    EXPECT_EQ(opts::iomap_entries(8), 8u);
+    EXPECT_EQ(opts::iomap_entries(128), 128u);
+    EXPECT_EQ(opts::iomap_entries(300), 256u);
+    EXPECT_EQ(opts::iomap_entries(1000), 768u);
 }
 
 TEST(RsocketConfig, ValuesParseLikeScanfUnsigned) {
