@@ -185,7 +185,9 @@ struct AcceptQueue {
     Fd ready_fd;  // eventfd (semaphore): readable while sockets are queued
     std::mutex mu;
     std::deque<std::unique_ptr<StreamSocket>> ready;
-    long token = 0;
+    size_t limit = 1;     // the listen backlog
+    long token = 0;       // service registration; 0 while paused or closed
+    bool paused = false;  // full: requests wait in the kernel's backlog
     int error = 0;
 };
 
@@ -377,8 +379,8 @@ int StreamSocket::init(int domain) {
 }
 
 StreamSocket::~StreamSocket() {
-    if (accept_q_ && accept_q_->token)
-        Service::get().remove(accept_q_->token);
+    if (accept_q_)
+        Service::get().remove(std::exchange(accept_q_->token, 0));
     if (keepalive_token_)
         Service::get().remove(keepalive_token_);
     if (id_ && id_->qp) {
@@ -547,6 +549,7 @@ int StreamSocket::listen(int backlog) {
     q->ready_fd = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE));
     if (q->ready_fd.fd < 0)
         return -errno_or(EMFILE);
+    q->limit = static_cast<size_t>(std::clamp(backlog, 1, 4096));
     accept_q_ = std::move(q);
     state_ = kListening;
     lk.unlock();
@@ -555,6 +558,7 @@ int StreamSocket::listen(int backlog) {
     long token = Service::get().add(cm_fd(), [this] { on_listen_event(); });
     if (token < 0)
         return static_cast<int>(token);
+    std::lock_guard<std::mutex> g(accept_q_->mu);
     accept_q_->token = token;
     return 0;
 }
@@ -562,6 +566,17 @@ int StreamSocket::listen(int backlog) {
 // Service thread: take connection requests off the listening id.
 void StreamSocket::on_listen_event() {
     for (;;) {
+        {
+            // A full queue stops taking requests until raccept makes room;
+            // meanwhile the kernel holds them (up to the backlog).
+            std::lock_guard<std::mutex> g(accept_q_->mu);
+            if (accept_q_->ready.size() >= accept_q_->limit) {
+                Service::get().remove(accept_q_->token);  // ourselves: allowed
+                accept_q_->token = 0;
+                accept_q_->paused = true;
+                return;
+            }
+        }
         rdma_cm_event* ev = nullptr;
         if (rdma_get_cm_event(channel_, &ev))
             return;
@@ -651,6 +666,7 @@ int StreamSocket::accept(std::unique_ptr<Socket>& out) {
         return -EINVAL;
     AcceptQueue& q = *accept_q_;
     for (;;) {
+        bool resume = false;
         {
             std::lock_guard<std::mutex> g(q.mu);
             if (!q.ready.empty()) {
@@ -658,10 +674,22 @@ int StreamSocket::accept(std::unique_ptr<Socket>& out) {
                 (void)!::read(q.ready_fd.fd, &v, sizeof v);
                 out = std::move(q.ready.front());
                 q.ready.pop_front();
-                return 0;
-            }
-            if (q.error)
+                resume = q.paused;
+                q.paused = false;
+            } else if (q.error) {
                 return -q.error;
+            }
+        }
+        if (out) {
+            if (resume) {
+                long token = Service::get().add(cm_fd(), [this] { on_listen_event(); });
+                std::lock_guard<std::mutex> g(q.mu);
+                if (token > 0)
+                    q.token = token;
+                else
+                    q.error = static_cast<int>(-token);
+            }
+            return 0;
         }
         if (fd_flags_ & O_NONBLOCK)
             return -EAGAIN;
@@ -1427,9 +1455,14 @@ int StreamSocket::shutdown(int how) {
 }
 
 void StreamSocket::close() {
-    if (accept_q_ && accept_q_->token) {
-        Service::get().remove(accept_q_->token);
-        accept_q_->token = 0;
+    if (accept_q_) {
+        long token;
+        {
+            std::lock_guard<std::mutex> g(accept_q_->mu);
+            token = std::exchange(accept_q_->token, 0);
+            accept_q_->paused = false;
+        }
+        Service::get().remove(token);
         std::lock_guard<std::mutex> g(accept_q_->mu);
         accept_q_->ready.clear();
     }

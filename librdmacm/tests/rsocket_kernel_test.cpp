@@ -220,6 +220,34 @@ TEST(RsocketStream, RacceptReportsPeer) {
     rclose(l);
 }
 
+TEST(RsocketStream, BacklogHoldsConnectionsUntilAccepted) {
+    int l = rsocket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sin = make_addr(0);
+    ASSERT_EQ(rbind(l, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
+    ASSERT_EQ(rlisten(l, 1), 0);
+    sin = make_addr(local_port(l));
+    int c1 = rsocket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(rconnect(c1, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0) << strerror(errno);
+    // The backlog (1) is full: the next connection waits for raccept.
+    int c2 = rsocket(AF_INET, SOCK_STREAM, 0);
+    rfcntl(c2, F_SETFL, O_NONBLOCK);
+    ASSERT_EQ(rconnect(c2, reinterpret_cast<sockaddr*>(&sin), sizeof sin), -1);
+    ASSERT_EQ(errno, EINPROGRESS);
+    pollfd pc{c2, POLLOUT, 0};
+#ifndef RSOCKET_TEST_REFERENCE
+    // (The reference accepts without bound.)
+    EXPECT_EQ(rpoll(&pc, 1, 2000), 0);
+#endif
+    int s1 = raccept(l, nullptr, nullptr);
+    ASSERT_GE(s1, 0);
+    ASSERT_EQ(rpoll(&pc, 1, 15000), 1);
+    EXPECT_TRUE(pc.revents & POLLOUT);
+    int s2 = raccept(l, nullptr, nullptr);
+    ASSERT_GE(s2, 0);
+    for (int fd : {s2, s1, c2, c1, l})
+        rclose(fd);
+}
+
 TEST(RsocketStream, LargeTransferBothWaysWithDataCheck) {
     Pair p;
     ASSERT_TRUE(make_pair(p));
