@@ -73,20 +73,8 @@ int create_message(Node &node)
 	if (!message_count)
 		return 0;
 
-	node.mem = std::malloc(static_cast<std::size_t>(message_size));
-	if (!node.mem) {
-		std::printf("failed message allocation\n");
-		return -1;
-	}
-	node.mr = ibv_reg_mr(node.pd, node.mem, static_cast<std::size_t>(message_size),
-			     IBV_ACCESS_LOCAL_WRITE);
-	if (!node.mr) {
-		std::printf("failed to reg MR\n");
-		std::free(node.mem);
-		node.mem = nullptr;
-		return -1;
-	}
-	return 0;
+	return create_message_buffer(node.pd, static_cast<std::size_t>(message_size), node.mem,
+				     node.mr);
 }
 
 int init_node(Node &node)
@@ -106,15 +94,8 @@ int init_node(Node &node)
 	}
 
 	ibv_qp_init_attr attr{};
-	attr.cap.max_send_wr = static_cast<uint32_t>(cqe);
-	attr.cap.max_recv_wr = static_cast<uint32_t>(cqe);
-	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
-	attr.qp_context = &node;
-	attr.sq_sig_all = 1;
-	attr.qp_type = IBV_QPT_RC;
-	attr.send_cq = node.cq[kSendCq];
-	attr.recv_cq = node.cq[kRecvCq];
+	set_qp_shape(attr, IBV_QPT_RC, node.cq[kSendCq], node.cq[kRecvCq],
+		     static_cast<uint32_t>(cqe), &node, 1);
 	int ret = rdma_create_qp(node.cma_id, node.pd, &attr);
 	if (ret) {
 		std::perror("cmatose: unable to create QP");
@@ -131,26 +112,9 @@ int post_recvs(Node &node)
 {
 	if (!message_count)
 		return 0;
-
-	ibv_sge sge{};
-	sge.length = static_cast<uint32_t>(message_size);
-	sge.lkey = node.mr->lkey;
-	sge.addr = reinterpret_cast<uintptr_t>(node.mem);
-
-	ibv_recv_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr_id = reinterpret_cast<uintptr_t>(&node);
-
-	for (int i = 0; i < message_count; i++) {
-		ibv_recv_wr *bad;
-		int ret = ibv_post_recv(node.cma_id->qp, &wr, &bad);
-		if (ret) {
-			std::printf("failed to post receives: %d\n", ret);
-			return ret;
-		}
-	}
-	return 0;
+	return post_receives(node.cma_id->qp, node.mr, node.mem,
+			     static_cast<uint32_t>(message_size), reinterpret_cast<uintptr_t>(&node),
+			     message_count);
 }
 
 int post_sends(Node &node)
@@ -158,26 +122,12 @@ int post_sends(Node &node)
 	if (!node.connected || !message_count)
 		return 0;
 
-	ibv_sge sge{};
-	sge.length = static_cast<uint32_t>(message_size);
-	sge.lkey = node.mr->lkey;
-	sge.addr = reinterpret_cast<uintptr_t>(node.mem);
-
 	ibv_send_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = 0;
 	wr.wr_id = reinterpret_cast<uintptr_t>(&node);
-
-	int ret = 0;
-	for (int i = 0; i < message_count && !ret; i++) {
-		ibv_send_wr *bad;
-		ret = ibv_post_send(node.cma_id->qp, &wr, &bad);
-		if (ret)
-			std::printf("failed to post sends: %d\n", ret);
-	}
-	return ret;
+	return post_send_batch(node.cma_id->qp, node.mr, node.mem,
+			       static_cast<uint32_t>(message_size), wr, message_count);
 }
 
 void connect_error()
@@ -301,43 +251,16 @@ int cma_handler(rdma_cm_id *cma_id, rdma_cm_event *event)
 // Device resources first, the id last.
 void destroy_node(Node &node)
 {
-	if (!node.cma_id)
-		return;
-	if (node.cma_id->qp)
-		rdma_destroy_qp(node.cma_id);
-	if (node.cq[kSendCq])
-		ibv_destroy_cq(node.cq[kSendCq]);
-	if (node.cq[kRecvCq])
-		ibv_destroy_cq(node.cq[kRecvCq]);
-	if (node.mem) {
-		ibv_dereg_mr(node.mr);
-		std::free(node.mem);
-	}
-	if (node.pd)
-		ibv_dealloc_pd(node.pd);
-	rdma_destroy_id(node.cma_id);
+	destroy_node_resources(node.cma_id, nullptr, node.cq, node.mr, node.mem, node.pd);
 }
 
 // The client's ids are made up front; the server's come with the requests.
 bool alloc_nodes()
 {
-	if (connections < 0) {
-		std::printf("cmatose: unable to allocate memory for test nodes\n");
-		return false;
-	}
-	test.nodes.assign(static_cast<std::size_t>(connections), Node{});
-	for (int i = 0; i < connections; i++) {
-		Node &node = test.nodes[static_cast<std::size_t>(i)];
-		node.id = i;
-		if (dst_addr && rdma_create_id(test.channel, &node.cma_id, &node,
-						     static_cast<rdma_port_space>(hints.ai_port_space))) {
-			while (--i >= 0)
-				rdma_destroy_id(test.nodes[static_cast<std::size_t>(i)].cma_id);
-			test.nodes.clear();
-			return false;
-		}
-	}
-	return true;
+	return cm_examples::alloc_nodes(test.nodes, connections, test.channel,
+					static_cast<rdma_port_space>(hints.ai_port_space),
+					dst_addr != nullptr,
+					"cmatose: unable to allocate memory for test nodes");
 }
 
 void destroy_nodes()
@@ -369,36 +292,14 @@ int poll_cqs(CqIndex index)
 
 int connect_events()
 {
-	int ret = 0;
-	while (test.connects_left && !ret) {
-		rdma_cm_event *event;
-		ret = rdma_get_cm_event(test.channel, &event);
-		if (!ret) {
-			ret = cma_handler(event->id, event);
-			rdma_ack_cm_event(event);
-		} else {
-			std::perror("cmatose: failure in rdma_get_cm_event in connect events");
-			ret = errno;
-		}
-	}
-	return ret;
+	return process_events(test.channel, test.connects_left, cma_handler,
+			      "cmatose: failure in rdma_get_cm_event in connect events");
 }
 
 int disconnect_events()
 {
-	int ret = 0;
-	while (test.disconnects_left && !ret) {
-		rdma_cm_event *event;
-		ret = rdma_get_cm_event(test.channel, &event);
-		if (!ret) {
-			ret = cma_handler(event->id, event);
-			rdma_ack_cm_event(event);
-		} else {
-			std::perror("cmatose: failure in rdma_get_cm_event in disconnect events");
-			ret = errno;
-		}
-	}
-	return ret;
+	return process_events(test.channel, test.disconnects_left, cma_handler,
+			      "cmatose: failure in rdma_get_cm_event in disconnect events");
 }
 
 // -m: every id moves to a fresh channel before the disconnects.
@@ -431,28 +332,10 @@ int run_server()
 {
 	std::printf("cmatose: starting server\n");
 	rdma_cm_id *listen_id;
-	int ret = rdma_create_id(test.channel, &listen_id, &test,
-				 static_cast<rdma_port_space>(hints.ai_port_space));
-	if (ret) {
-		std::perror("cmatose: listen request failed");
+	int ret = listen_on(test.channel, static_cast<rdma_port_space>(hints.ai_port_space), &test,
+			    src_addr, dst_addr, port, hints, &test.rai, "cmatose", &listen_id);
+	if (ret)
 		return ret;
-	}
-
-	ret = get_rdma_addr(src_addr, dst_addr, port, &hints, &test.rai);
-	if (ret) {
-		std::printf("cmatose: getrdmaaddr error: %s\n", gai_strerror(ret));
-		goto out;
-	}
-	ret = rdma_bind_addr(listen_id, test.rai->ai_src_addr);
-	if (ret) {
-		std::perror("cmatose: bind address failed");
-		goto out;
-	}
-	ret = rdma_listen(listen_id, 0);
-	if (ret) {
-		std::perror("cmatose: failure trying to listen");
-		goto out;
-	}
 
 	ret = connect_events();
 	if (ret)
@@ -501,22 +384,10 @@ int run_client()
 {
 	std::printf("cmatose: starting client\n");
 
-	int ret = get_rdma_addr(src_addr, dst_addr, port, &hints, &test.rai);
-	if (ret) {
-		std::printf("cmatose: getaddrinfo error: %s\n", gai_strerror(ret));
+	int ret = start_connecting(test.nodes, src_addr, dst_addr, port, hints, &test.rai, "cmatose",
+				   test.connects_left);
+	if (ret)
 		return ret;
-	}
-
-	std::printf("cmatose: connecting\n");
-	for (Node &node : test.nodes) {
-		ret = rdma_resolve_addr(node.cma_id, test.rai->ai_src_addr, test.rai->ai_dst_addr,
-					2000);
-		if (ret) {
-			std::perror("cmatose: failure getting addr");
-			connect_error();
-			return ret;
-		}
-	}
 
 	ret = connect_events();
 	if (!ret && message_count) {
@@ -579,15 +450,7 @@ int main(int argc, char **argv)
 			src_addr = optarg;
 			break;
 		case 'f':
-			// Prefix matches, so "ipv6" counts as "ip".
-			if (!strncasecmp("ip", optarg, 2)) {
-				hints.ai_flags = RAI_NUMERICHOST;
-			} else if (!strncasecmp("gid", optarg, 3)) {
-				hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
-				hints.ai_family = AF_IB;
-			} else if (strncasecmp("name", optarg, 4)) {
-				std::fprintf(stderr, "Warning: unknown address format\n");
-			}
+			parse_address_format(optarg, hints);
 			break;
 		case 'P':
 			if (!strncasecmp("ib", optarg, 2))

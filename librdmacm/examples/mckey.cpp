@@ -34,18 +34,7 @@ namespace {
 
 using namespace cm_examples;
 
-struct Node {
-	int id = 0;
-	rdma_cm_id *cma_id = nullptr;
-	bool connected = false;
-	ibv_pd *pd = nullptr;
-	ibv_cq *cq = nullptr;
-	ibv_mr *mr = nullptr;
-	ibv_ah *ah = nullptr;
-	uint32_t remote_qpn = 0;
-	uint32_t remote_qkey = 0;
-	void *mem = nullptr;
-};
+using Node = UdNode;
 
 struct Test {
 	rdma_event_channel *channel = nullptr;
@@ -78,35 +67,13 @@ int create_message(Node &node)
 	if (!message_count)
 		return 0;
 
-	const std::size_t length = static_cast<std::size_t>(message_size) + kGrhSize;
-	node.mem = std::malloc(length);
-	if (!node.mem) {
-		std::printf("failed message allocation\n");
-		return -1;
-	}
-	node.mr = ibv_reg_mr(node.pd, node.mem, length, IBV_ACCESS_LOCAL_WRITE);
-	if (!node.mr) {
-		std::printf("failed to reg MR\n");
-		std::free(node.mem);
-		node.mem = nullptr;
-		return -1;
-	}
-	return 0;
+	return create_message_buffer(node.pd, static_cast<std::size_t>(message_size) + kGrhSize,
+				     node.mem, node.mr);
 }
 
 int verify_test_params(Node &node)
 {
-	ibv_port_attr port_attr;
-	int ret = ibv_query_port(node.cma_id->verbs, node.cma_id->port_num, &port_attr);
-	if (ret)
-		return ret;
-	const int mtu = 1 << (port_attr.active_mtu + 7);
-	if (message_count && message_size > mtu) {
-		std::printf("mckey: message_size %d is larger than active mtu %d\n", message_size,
-			    mtu);
-		return -EINVAL;
-	}
-	return 0;
+	return check_datagram_size(node.cma_id, message_count, message_size, "mckey");
 }
 
 int init_node(Node &node)
@@ -128,28 +95,12 @@ int init_node(Node &node)
 	int ret;
 	if (loopback) {
 		ibv_qp_init_attr attr{};
-		attr.cap.max_send_wr = depth;
-		attr.cap.max_recv_wr = depth;
-		attr.cap.max_send_sge = 1;
-		attr.cap.max_recv_sge = 1;
-		attr.qp_context = &node;
-		attr.sq_sig_all = 0;
-		attr.qp_type = IBV_QPT_UD;
-		attr.send_cq = node.cq;
-		attr.recv_cq = node.cq;
+		set_qp_shape(attr, IBV_QPT_UD, node.cq, node.cq, depth, &node, 0);
 		ret = rdma_create_qp(node.cma_id, node.pd, &attr);
 	} else {
 		// -l: the QP must not see its own group's traffic.
 		ibv_qp_init_attr_ex attr{};
-		attr.cap.max_send_wr = depth;
-		attr.cap.max_recv_wr = depth;
-		attr.cap.max_send_sge = 1;
-		attr.cap.max_recv_sge = 1;
-		attr.qp_context = &node;
-		attr.sq_sig_all = 0;
-		attr.qp_type = IBV_QPT_UD;
-		attr.send_cq = node.cq;
-		attr.recv_cq = node.cq;
+		set_qp_shape(attr, IBV_QPT_UD, node.cq, node.cq, depth, &node, 0);
 		attr.comp_mask = IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_PD;
 		attr.pd = node.pd;
 		attr.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
@@ -166,63 +117,6 @@ int init_node(Node &node)
 	return ret;
 }
 
-int post_recvs(Node &node)
-{
-	if (!message_count)
-		return 0;
-
-	ibv_sge sge{};
-	sge.length = static_cast<uint32_t>(static_cast<std::size_t>(message_size) + kGrhSize);
-	sge.lkey = node.mr->lkey;
-	sge.addr = reinterpret_cast<uintptr_t>(node.mem);
-
-	ibv_recv_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr_id = reinterpret_cast<uintptr_t>(&node);
-
-	for (int i = 0; i < message_count; i++) {
-		ibv_recv_wr *bad;
-		int ret = ibv_post_recv(node.cma_id->qp, &wr, &bad);
-		if (ret) {
-			std::printf("failed to post receives: %d\n", ret);
-			return ret;
-		}
-	}
-	return 0;
-}
-
-int post_sends(Node &node, unsigned int send_flags)
-{
-	if (!node.connected || !message_count)
-		return 0;
-
-	ibv_sge sge{};
-	sge.length = static_cast<uint32_t>(message_size);
-	sge.lkey = node.mr->lkey;
-	sge.addr = reinterpret_cast<uintptr_t>(node.mem);
-
-	ibv_send_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
-	wr.send_flags = send_flags;
-	wr.wr_id = reinterpret_cast<uintptr_t>(&node);
-	wr.imm_data = htobe32(node.cma_id->qp->qp_num);
-	wr.wr.ud.ah = node.ah;
-	wr.wr.ud.remote_qpn = node.remote_qpn;
-	wr.wr.ud.remote_qkey = node.remote_qkey;
-
-	int ret = 0;
-	for (int i = 0; i < message_count && !ret; i++) {
-		ibv_send_wr *bad;
-		ret = ibv_post_send(node.cma_id->qp, &wr, &bad);
-		if (ret)
-			std::printf("failed to post sends: %d\n", ret);
-	}
-	return ret;
-}
-
 void connect_error()
 {
 	test.connects_left--;
@@ -235,7 +129,7 @@ int addr_handler(Node &node)
 	if (!ret)
 		ret = init_node(node);
 	if (!ret && !is_sender)
-		ret = post_recvs(node);
+		ret = post_ud_receives(node, message_size, message_count);
 	if (!ret) {
 		rdma_cm_join_mc_attr_ex attr{};
 		attr.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
@@ -324,50 +218,17 @@ void *cma_thread(void *)
 	return nullptr;
 }
 
-void destroy_node(Node &node)
-{
-	if (!node.cma_id)
-		return;
-	if (node.ah)
-		ibv_destroy_ah(node.ah);
-	if (node.cma_id->qp)
-		rdma_destroy_qp(node.cma_id);
-	if (node.cq)
-		ibv_destroy_cq(node.cq);
-	if (node.mem) {
-		ibv_dereg_mr(node.mr);
-		std::free(node.mem);
-	}
-	if (node.pd)
-		ibv_dealloc_pd(node.pd);
-	rdma_destroy_id(node.cma_id);
-}
-
 bool alloc_nodes()
 {
-	if (connections < 0) {
-		std::printf("mckey: unable to allocate memory for test nodes\n");
-		return false;
-	}
-	test.nodes.assign(static_cast<std::size_t>(connections), Node{});
-	for (int i = 0; i < connections; i++) {
-		Node &node = test.nodes[static_cast<std::size_t>(i)];
-		node.id = i;
-		if (rdma_create_id(test.channel, &node.cma_id, &node,
-				   static_cast<rdma_port_space>(port_space))) {
-			while (--i >= 0)
-				rdma_destroy_id(test.nodes[static_cast<std::size_t>(i)].cma_id);
-			test.nodes.clear();
-			return false;
-		}
-	}
-	return true;
+	return cm_examples::alloc_nodes(test.nodes, connections, test.channel,
+					static_cast<rdma_port_space>(port_space), true,
+					"mckey: unable to allocate memory for test nodes");
 }
 
 void destroy_nodes()
 {
 	for (Node &node : test.nodes)
-		destroy_node(node);
+		destroy_ud_node(node);
 	test.nodes.clear();
 }
 
@@ -391,16 +252,7 @@ int poll_cqs()
 
 int connect_events()
 {
-	int ret = 0;
-	while (test.connects_left && !ret) {
-		rdma_cm_event *event;
-		ret = rdma_get_cm_event(test.channel, &event);
-		if (!ret) {
-			ret = cma_handler(event->id, event);
-			rdma_ack_cm_event(event);
-		}
-	}
-	return ret;
+	return process_events(test.channel, test.connects_left, cma_handler);
 }
 
 // getaddrinfo() without hints; the first answer is taken whole.
@@ -478,7 +330,7 @@ int run()
 			if (is_sender) {
 				std::printf("initiating data transfers\n");
 				for (Node &node : test.nodes) {
-					ret = post_sends(node, 0);
+					ret = post_ud_sends(node, 0, message_size, message_count);
 					if (ret)
 						break;
 				}

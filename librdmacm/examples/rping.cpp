@@ -841,9 +841,37 @@ int run_persistent_server(Session *listening)
 	}
 }
 
+// Both sides once the id is there: the QP, the buffers, the first receive
+// and the completion thread. A failure is reported and what was set up
+// undone.
+int start_session(Session *cb, rdma_cm_id *id)
+{
+	int ret = setup_qp(cb, id);
+	if (ret) {
+		std::fprintf(stderr, "setup_qp failed: %d\n", ret);
+		return ret;
+	}
+	ret = setup_buffers(cb);
+	if (ret) {
+		std::fprintf(stderr, "rping_setup_buffers failed: %d\n", ret);
+		free_qp(cb);
+		return ret;
+	}
+	ibv_recv_wr *bad_wr;
+	ret = ibv_post_recv(cb->qp, &cb->rq_wr, &bad_wr);
+	if (ret)
+		std::fprintf(stderr, "ibv_post_recv failed: %d\n", ret);
+	else if ((ret = pthread_create(&cb->cq_thread, nullptr, cq_thread, cb)))
+		std::perror("pthread_create");
+	if (ret) {
+		free_buffers(cb);
+		free_qp(cb);
+	}
+	return ret;
+}
+
 int run_server(Session *cb)
 {
-	ibv_recv_wr *bad_wr;
 	int ret = bind_server(cb);
 	if (ret)
 		return ret;
@@ -854,26 +882,9 @@ int run_server(Session *cb)
 		return -1;
 	}
 
-	ret = setup_qp(cb, cb->child_cm_id);
-	if (ret) {
-		std::fprintf(stderr, "setup_qp failed: %d\n", ret);
+	ret = start_session(cb, cb->child_cm_id);
+	if (ret)
 		return ret;
-	}
-	ret = setup_buffers(cb);
-	if (ret) {
-		std::fprintf(stderr, "rping_setup_buffers failed: %d\n", ret);
-		goto err1;
-	}
-	ret = ibv_post_recv(cb->qp, &cb->rq_wr, &bad_wr);
-	if (ret) {
-		std::fprintf(stderr, "ibv_post_recv failed: %d\n", ret);
-		goto err2;
-	}
-	ret = pthread_create(&cb->cq_thread, nullptr, cq_thread, cb);
-	if (ret) {
-		std::perror("pthread_create");
-		goto err2;
-	}
 	ret = rping_accept(cb);
 	if (ret) {
 		std::fprintf(stderr, "connect error %d\n", ret);
@@ -891,7 +902,6 @@ err3:
 	rdma_destroy_id(cb->child_cm_id);
 err2:
 	free_buffers(cb);
-err1:
 	free_qp(cb);
 	return ret;
 }
@@ -1027,31 +1037,13 @@ int bind_client(Session *cb)
 
 int run_client(Session *cb)
 {
-	ibv_recv_wr *bad_wr;
 	int ret = bind_client(cb);
 	if (ret)
 		return ret;
 
-	ret = setup_qp(cb, cb->cm_id);
-	if (ret) {
-		std::fprintf(stderr, "setup_qp failed: %d\n", ret);
+	ret = start_session(cb, cb->cm_id);
+	if (ret)
 		return ret;
-	}
-	ret = setup_buffers(cb);
-	if (ret) {
-		std::fprintf(stderr, "rping_setup_buffers failed: %d\n", ret);
-		goto err1;
-	}
-	ret = ibv_post_recv(cb->qp, &cb->rq_wr, &bad_wr);
-	if (ret) {
-		std::fprintf(stderr, "ibv_post_recv failed: %d\n", ret);
-		goto err2;
-	}
-	ret = pthread_create(&cb->cq_thread, nullptr, cq_thread, cb);
-	if (ret) {
-		std::perror("pthread_create");
-		goto err2;
-	}
 	ret = connect_client(cb);
 	if (ret) {
 		// The event thread ends the process once it has reported the
@@ -1069,9 +1061,7 @@ err4:
 	rping_disconnect(cb, cb->cm_id);
 err3:
 	pthread_join(cb->cq_thread, nullptr);
-err2:
 	free_buffers(cb);
-err1:
 	free_qp(cb);
 	return ret;
 }

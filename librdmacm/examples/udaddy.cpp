@@ -29,18 +29,7 @@ namespace {
 
 using namespace cm_examples;
 
-struct Node {
-	int id = 0;
-	rdma_cm_id *cma_id = nullptr;
-	bool connected = false;
-	ibv_pd *pd = nullptr;
-	ibv_cq *cq = nullptr;
-	ibv_mr *mr = nullptr;
-	ibv_ah *ah = nullptr;
-	uint32_t remote_qpn = 0;
-	uint32_t remote_qkey = 0;
-	void *mem = nullptr;
-};
+using Node = UdNode;
 
 struct Test {
 	rdma_event_channel *channel = nullptr;
@@ -71,36 +60,14 @@ int create_message(Node &node)
 	if (!message_count)
 		return 0;
 
-	const std::size_t length = static_cast<std::size_t>(message_size) + kGrhSize;
-	node.mem = std::malloc(length);
-	if (!node.mem) {
-		std::printf("failed message allocation\n");
-		return -1;
-	}
-	node.mr = ibv_reg_mr(node.pd, node.mem, length, IBV_ACCESS_LOCAL_WRITE);
-	if (!node.mr) {
-		std::printf("failed to reg MR\n");
-		std::free(node.mem);
-		node.mem = nullptr;
-		return -1;
-	}
-	return 0;
+	return create_message_buffer(node.pd, static_cast<std::size_t>(message_size) + kGrhSize,
+				     node.mem, node.mr);
 }
 
 // A datagram must fit the port's active MTU.
 int verify_test_params(Node &node)
 {
-	ibv_port_attr port_attr;
-	int ret = ibv_query_port(node.cma_id->verbs, node.cma_id->port_num, &port_attr);
-	if (ret)
-		return ret;
-	const int mtu = 1 << (port_attr.active_mtu + 7);
-	if (message_count && message_size > mtu) {
-		std::printf("udaddy: message_size %d is larger than active mtu %d\n", message_size,
-			    mtu);
-		return -EINVAL;
-	}
-	return 0;
+	return check_datagram_size(node.cma_id, message_count, message_size, "udaddy");
 }
 
 int init_node(Node &node)
@@ -119,15 +86,8 @@ int init_node(Node &node)
 	}
 
 	ibv_qp_init_attr attr{};
-	attr.cap.max_send_wr = static_cast<uint32_t>(message_count ? message_count : 1);
-	attr.cap.max_recv_wr = static_cast<uint32_t>(message_count ? message_count : 1);
-	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
-	attr.qp_context = &node;
-	attr.sq_sig_all = 0;
-	attr.qp_type = IBV_QPT_UD;
-	attr.send_cq = node.cq;
-	attr.recv_cq = node.cq;
+	set_qp_shape(attr, IBV_QPT_UD, node.cq, node.cq,
+		     static_cast<uint32_t>(message_count ? message_count : 1), &node, 0);
 	int ret = rdma_create_qp(node.cma_id, node.pd, &attr);
 	if (ret) {
 		std::perror("udaddy: unable to create QP");
@@ -137,65 +97,6 @@ int init_node(Node &node)
 	ret = create_message(node);
 	if (ret)
 		std::printf("udaddy: failed to create messages: %d\n", ret);
-	return ret;
-}
-
-int post_recvs(Node &node)
-{
-	if (!message_count)
-		return 0;
-
-	ibv_sge sge{};
-	sge.length = static_cast<uint32_t>(static_cast<std::size_t>(message_size) + kGrhSize);
-	sge.lkey = node.mr->lkey;
-	sge.addr = reinterpret_cast<uintptr_t>(node.mem);
-
-	ibv_recv_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr_id = reinterpret_cast<uintptr_t>(&node);
-
-	for (int i = 0; i < message_count; i++) {
-		ibv_recv_wr *bad;
-		int ret = ibv_post_recv(node.cma_id->qp, &wr, &bad);
-		if (ret) {
-			std::printf("failed to post receives: %d\n", ret);
-			return ret;
-		}
-	}
-	return 0;
-}
-
-// Each datagram carries the sender's QPN as immediate data, which is how
-// the server learns where to answer.
-int post_sends(Node &node, unsigned int send_flags)
-{
-	if (!node.connected || !message_count)
-		return 0;
-
-	ibv_sge sge{};
-	sge.length = static_cast<uint32_t>(message_size);
-	sge.lkey = node.mr->lkey;
-	sge.addr = reinterpret_cast<uintptr_t>(node.mem);
-
-	ibv_send_wr wr{};
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
-	wr.send_flags = send_flags;
-	wr.wr_id = reinterpret_cast<uintptr_t>(&node);
-	wr.imm_data = htobe32(node.cma_id->qp->qp_num);
-	wr.wr.ud.ah = node.ah;
-	wr.wr.ud.remote_qpn = node.remote_qpn;
-	wr.wr.ud.remote_qkey = node.remote_qkey;
-
-	int ret = 0;
-	for (int i = 0; i < message_count && !ret; i++) {
-		ibv_send_wr *bad;
-		ret = ibv_post_send(node.cma_id->qp, &wr, &bad);
-		if (ret)
-			std::printf("failed to post sends: %d\n", ret);
-	}
 	return ret;
 }
 
@@ -224,7 +125,7 @@ int route_handler(Node &node)
 	if (!ret)
 		ret = init_node(node);
 	if (!ret)
-		ret = post_recvs(node);
+		ret = post_ud_receives(node, message_size, message_count);
 	if (!ret) {
 		rdma_conn_param param{};
 		param.private_data = test.rai->ai_connect;
@@ -252,7 +153,7 @@ int connect_handler(rdma_cm_id *cma_id)
 		if (!ret)
 			ret = init_node(node);
 		if (!ret)
-			ret = post_recvs(node);
+			ret = post_ud_receives(node, message_size, message_count);
 		if (!ret) {
 			rdma_conn_param param{};
 			param.qp_num = node.cma_id->qp->qp_num;
@@ -321,50 +222,18 @@ int cma_handler(rdma_cm_id *cma_id, rdma_cm_event *event)
 	return ret;
 }
 
-void destroy_node(Node &node)
-{
-	if (!node.cma_id)
-		return;
-	if (node.ah)
-		ibv_destroy_ah(node.ah);
-	if (node.cma_id->qp)
-		rdma_destroy_qp(node.cma_id);
-	if (node.cq)
-		ibv_destroy_cq(node.cq);
-	if (node.mem) {
-		ibv_dereg_mr(node.mr);
-		std::free(node.mem);
-	}
-	if (node.pd)
-		ibv_dealloc_pd(node.pd);
-	rdma_destroy_id(node.cma_id);
-}
-
 bool alloc_nodes()
 {
-	if (connections < 0) {
-		std::printf("udaddy: unable to allocate memory for test nodes\n");
-		return false;
-	}
-	test.nodes.assign(static_cast<std::size_t>(connections), Node{});
-	for (int i = 0; i < connections; i++) {
-		Node &node = test.nodes[static_cast<std::size_t>(i)];
-		node.id = i;
-		if (dst_addr && rdma_create_id(test.channel, &node.cma_id, &node,
-						     static_cast<rdma_port_space>(hints.ai_port_space))) {
-			while (--i >= 0)
-				rdma_destroy_id(test.nodes[static_cast<std::size_t>(i)].cma_id);
-			test.nodes.clear();
-			return false;
-		}
-	}
-	return true;
+	return cm_examples::alloc_nodes(test.nodes, connections, test.channel,
+					static_cast<rdma_port_space>(hints.ai_port_space),
+					dst_addr != nullptr,
+					"udaddy: unable to allocate memory for test nodes");
 }
 
 void destroy_nodes()
 {
 	for (Node &node : test.nodes)
-		destroy_node(node);
+		destroy_ud_node(node);
 	test.nodes.clear();
 }
 
@@ -410,44 +279,17 @@ int poll_cqs()
 
 int connect_events()
 {
-	int ret = 0;
-	while (test.connects_left && !ret) {
-		rdma_cm_event *event;
-		ret = rdma_get_cm_event(test.channel, &event);
-		if (!ret) {
-			ret = cma_handler(event->id, event);
-			rdma_ack_cm_event(event);
-		}
-	}
-	return ret;
+	return process_events(test.channel, test.connects_left, cma_handler);
 }
 
 int run_server()
 {
 	std::printf("udaddy: starting server\n");
 	rdma_cm_id *listen_id;
-	int ret = rdma_create_id(test.channel, &listen_id, &test,
-				 static_cast<rdma_port_space>(hints.ai_port_space));
-	if (ret) {
-		std::perror("udaddy: listen request failed");
+	int ret = listen_on(test.channel, static_cast<rdma_port_space>(hints.ai_port_space), &test,
+			    src_addr, dst_addr, port, hints, &test.rai, "udaddy", &listen_id);
+	if (ret)
 		return ret;
-	}
-
-	ret = get_rdma_addr(src_addr, dst_addr, port, &hints, &test.rai);
-	if (ret) {
-		std::printf("udaddy: getrdmaaddr error: %s\n", gai_strerror(ret));
-		goto out;
-	}
-	ret = rdma_bind_addr(listen_id, test.rai->ai_src_addr);
-	if (ret) {
-		std::perror("udaddy: bind address failed");
-		goto out;
-	}
-	ret = rdma_listen(listen_id, 0);
-	if (ret) {
-		std::perror("udaddy: failure trying to listen");
-		goto out;
-	}
 
 	// A failed request does not end the server's wait for the others.
 	connect_events();
@@ -460,7 +302,7 @@ int run_server()
 
 		std::printf("sending replies\n");
 		for (Node &node : test.nodes) {
-			ret = post_sends(node, IBV_SEND_SIGNALED);
+			ret = post_ud_sends(node, IBV_SEND_SIGNALED, message_size, message_count);
 			if (ret)
 				goto out;
 		}
@@ -479,22 +321,10 @@ int run_client()
 {
 	std::printf("udaddy: starting client\n");
 
-	int ret = get_rdma_addr(src_addr, dst_addr, port, &hints, &test.rai);
-	if (ret) {
-		std::printf("udaddy: getaddrinfo error: %s\n", gai_strerror(ret));
+	int ret = start_connecting(test.nodes, src_addr, dst_addr, port, hints, &test.rai, "udaddy",
+				   test.connects_left);
+	if (ret)
 		return ret;
-	}
-
-	std::printf("udaddy: connecting\n");
-	for (Node &node : test.nodes) {
-		ret = rdma_resolve_addr(node.cma_id, test.rai->ai_src_addr, test.rai->ai_dst_addr,
-					2000);
-		if (ret) {
-			std::perror("udaddy: failure getting addr");
-			connect_error();
-			return ret;
-		}
-	}
 
 	ret = connect_events();
 	if (ret)
@@ -503,7 +333,7 @@ int run_client()
 	if (message_count) {
 		std::printf("initiating data transfers\n");
 		for (Node &node : test.nodes) {
-			ret = post_sends(node, 0);
+			ret = post_ud_sends(node, 0, message_size, message_count);
 			if (ret)
 				return ret;
 		}
@@ -567,14 +397,7 @@ int main(int argc, char **argv)
 			hints.ai_port_space = static_cast<int>(std::strtol(optarg, nullptr, 0));
 			break;
 		case 'f':
-			if (!strncasecmp("ip", optarg, 2)) {
-				hints.ai_flags = RAI_NUMERICHOST;
-			} else if (!strncasecmp("gid", optarg, 3)) {
-				hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
-				hints.ai_family = AF_IB;
-			} else if (strncasecmp("name", optarg, 4)) {
-				std::fprintf(stderr, "Warning: unknown address format\n");
-			}
+			parse_address_format(optarg, hints);
 			break;
 		case 'P':
 			if (!strncasecmp("ipoib", optarg, 5))
