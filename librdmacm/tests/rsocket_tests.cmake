@@ -19,7 +19,7 @@ if(GTest_FOUND)
   target_link_libraries(librdmacm_rsocket_tests PRIVATE rdmacm ibverbs GTest::gtest Threads::Threads)
   add_dependencies(librdmacm_rsocket_tests rxe-rdmav${IBVERBS_PABI_VERSION})
   if(COMMAND rdma_vm_test)
-    rdma_vm_test(NAME librdmacm_rsocket TIMEOUT 600 COMMAND $<TARGET_FILE:librdmacm_rsocket_tests>)
+    rdma_vm_test(NAME librdmacm_rsocket TIMEOUT 400 COMMAND $<TARGET_FILE:librdmacm_rsocket_tests>)
   endif()
 
   # The same tests on Debian's librdmacm keep the expectations honest.
@@ -29,7 +29,7 @@ if(GTest_FOUND)
     target_compile_definitions(librdmacm_rsocket_tests_reference PRIVATE RSOCKET_TEST_REFERENCE)
     target_link_libraries(librdmacm_rsocket_tests_reference PRIVATE ${RSOCKET_REF_RDMACM} GTest::gtest Threads::Threads)
     if(COMMAND rdma_vm_test)
-      rdma_vm_test(NAME librdmacm_rsocket_reference TIMEOUT 600
+      rdma_vm_test(NAME librdmacm_rsocket_reference TIMEOUT 400
         COMMAND $<TARGET_FILE:librdmacm_rsocket_tests_reference>)
     endif()
   endif()
@@ -38,12 +38,12 @@ endif()
 if(COMMAND rdma_vm_test)
   # A plain TCP client/server pair over rsockets through LD_PRELOAD, also
   # across our preload library and Debian's.
-  rdma_vm_test(NAME librdmacm_rsocket_preload TIMEOUT 600
+  rdma_vm_test(NAME librdmacm_rsocket_preload TIMEOUT 500
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket_preload.sh
       $<TARGET_FILE:rspreload> $<TARGET_FILE_DIR:rdmacm> $<TARGET_FILE:rsocket_tcp_echo>
       /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/rsocket/librspreload.so /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
   # Debian's rstream/riostream/udpong across the two librdmacm.
-  rdma_vm_test(NAME librdmacm_rsocket_compat TIMEOUT 1500
+  rdma_vm_test(NAME librdmacm_rsocket_compat TIMEOUT 1200
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket_compat.sh $<TARGET_FILE_DIR:rdmacm>
       /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
 endif()
