@@ -28,11 +28,15 @@ run_cmtime() {
         echo "$stack cmtime failed rc=$rc" >&2; sed 's/^/    /' /tmp/cmt.cli >&2
         return
     fi
-    awk -v s="$stack" -v n="$CONNS" '
-        NF >= 5 && $2 ~ /^[0-9.]+$/ {
-            name = $1; for (i = 2; i <= NF - 4; i++) name = name "_" $i
-            print s, "cmtime", name "_total_ms", $(NF-3)
-            if (name ~ /^connect/ && $(NF-3) > 0) print s, "cmtime", "connections_per_s", n * 1000 / $(NF-3)
+    # Lines look like "resolve addr :  12.34  1.23  100.00  246.80": the step
+    # name before the colon, four figures after it.
+    awk -F: -v s="$stack" -v n="$CONNS" '
+        NF == 2 {
+            name = $1; gsub(/^ +| +$/, "", name); gsub(/ +/, "_", name)
+            split($2, f, " ")
+            if (f[1] !~ /^[0-9.]+$/) next
+            print s, "cmtime", name "_total_ms", f[1]
+            if (name == "connect" && f[1] > 0) print s, "cmtime", "connections_per_s", n * 1000 / f[1]
         }' /tmp/cmt.cli >> "$OUT"
 }
 
