@@ -2,7 +2,8 @@
 // rcopy): the switch between rsockets and the kernel's sockets, the size
 // and count notation of the result table, the data pattern of the verify
 // option, the poll loop, and the listen/connect steps of the two
-// benchmarks.
+// benchmarks; and, for rdma_server/client and rdma_xserver/xclient, owners
+// of the rdma_cm objects.
 //
 // What these print (messages, the table layout, the "No RDMA devices were
 // detected" hint) and the order in which they call the socket functions are

@@ -27,7 +27,8 @@
 #   --series            also run rstream's and riostream's default series
 #                       (latency and bandwidth tests of 64 bytes to 1 MiB on
 #                       two connections): minutes per run under emulation,
-#                       so not by default
+#                       so not by default. (Not with -T f: Debian's rstream
+#                       hangs there, its client dying of SIGPIPE.)
 #   -q                  print only differing cases and the total
 #
 # Sides. "ref" runs REF's programs with --ref-libs, "test" TEST's programs
@@ -552,7 +553,6 @@ connected -k 1 rcopy -p @PORT@ -- rcopy -p @PORT@
 if [ $series = 1 ]; then
 	run_limit=600 connected rstream -p @PORT@ -- rstream -s @HOST@ -p @PORT@
 	run_limit=600 connected rstream -p @PORT@ -T s -- rstream -s @HOST@ -p @PORT@ -T s
-	run_limit=600 connected rstream -p @PORT@ -T f -- rstream -s @HOST@ -p @PORT@ -T f
 	run_limit=600 connected riostream -p @PORT@ -- riostream -s @HOST@ -p @PORT@
 fi
 
