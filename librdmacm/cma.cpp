@@ -172,10 +172,7 @@ int query_gid(IdPriv* p) {
 int query_route(IdPriv* p) {
     ucma_abi_query_route_resp resp{};
     resp.ibdev_index = UINT32_MAX;
-    ucma_abi_query cmd{};
-    cmd.response = reinterpret_cast<uintptr_t>(&resp);
-    cmd.id = p->handle;
-    cmd.option = UCMA_QUERY_PATH;  // ignored by QUERY_ROUTE
+    // QUERY_ROUTE has the QUERY layout without the option word.
     struct {
         uint32_t cmd;
         uint16_t in;
@@ -184,7 +181,7 @@ int query_route(IdPriv* p) {
         uint32_t id;
         uint32_t reserved;
     } route{};
-    route.response = cmd.response;
+    route.response = reinterpret_cast<uintptr_t>(&resp);
     route.id = p->handle;
     if (execute(cm_fd(p), UCMA_CMD_QUERY_ROUTE, route, sizeof(resp))) return -1;
     auto& r = p->id.route;
