@@ -27,3 +27,10 @@ function(rdma_executable target)
   add_executable(${target} ${ARGN})
   install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endfunction()
+
+# rdma_sbin_executable(TARGET src...): an installed administrator's program
+# (the infiniband-diags tools live in sbin, as in the reference).
+function(rdma_sbin_executable target)
+  add_executable(${target} ${ARGN})
+  install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+endfunction()
