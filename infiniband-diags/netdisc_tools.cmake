@@ -1,0 +1,88 @@
+# infiniband-diags: the tools built on libibnetdisc (ibnetdiscover,
+# iblinkinfo, ibqueryerrors, ibcacheedit) and the scripts (ibhosts,
+# ibswitches, dump_lfts, check_lft_balance, ... and, with
+# ENABLE_IBDIAGS_COMPAT, the old ibcheck*/ibprint* set).
+# Included by infiniband-diags/CMakeLists.txt.
+
+option(ENABLE_IBDIAGS_COMPAT "Install the obsolete infiniband-diags scripts (ibcheckerrors, ibprintca, ...)" OFF)
+
+foreach(tool ibnetdiscover iblinkinfo ibqueryerrors ibcacheedit)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${tool}.cpp)
+    rdma_sbin_executable(${tool} ${tool}.cpp)
+    target_link_libraries(${tool} PRIVATE ibdiags_common ibnetdisc ibmad ibumad)
+  endif()
+endforeach()
+
+# Scripts: templates in scripts/, configured into build/bin under their
+# installed names (so tests can run them with IBPATH=build/bin), installed to
+# sbin. @IBSCRIPTPATH@ is where they find the other tools by default.
+set(IBSCRIPTPATH ${CMAKE_INSTALL_FULL_SBINDIR})
+set(IBDIAG_PERLDIR ${CMAKE_INSTALL_FULL_DATADIR}/perl5)
+set(IBDIAG_CONFDIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/infiniband-diags)
+
+# ibdiag_script(<installed name> <template> [COMPAT] [VAR value ...])
+function(ibdiag_script name template)
+  cmake_parse_arguments(S "COMPAT" "" "" ${ARGN})
+  if(S_COMPAT AND NOT ENABLE_IBDIAGS_COMPAT)
+    return()
+  endif()
+  set(SCRIPT_NAME ${name})
+  set(extra ${S_UNPARSED_ARGUMENTS})
+  while(extra)
+    list(POP_FRONT extra var value)
+    set(${var} "${value}")
+  endwhile()
+  set(src ${CMAKE_CURRENT_SOURCE_DIR}/scripts/${template})
+  if(NOT EXISTS ${src})
+    return()
+  endif()
+  configure_file(${src} ${CMAKE_BINARY_DIR}/bin/${name} @ONLY
+    FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+    GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+  install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/${name}
+    DESTINATION ${CMAKE_INSTALL_SBINDIR})
+endfunction()
+
+ibdiag_script(ibhosts ib_node_list.sh.in NODE_KIND Ca NODE_WORD CA)
+ibdiag_script(ibrouters ib_node_list.sh.in NODE_KIND Rt NODE_WORD router)
+ibdiag_script(ibswitches ib_node_list.sh.in NODE_KIND Switch NODE_WORD switch)
+ibdiag_script(ibnodes ibnodes.in)
+ibdiag_script(dump_lfts dump_lfts.sh.in)
+ibdiag_script(dump_mfts dump_mfts.sh.in)
+ibdiag_script(check_lft_balance check_lft_balance.pl.in)
+ibdiag_script(ibfindnodesusing ibfindnodesusing.pl.in)
+ibdiag_script(ibidsverify ibidsverify.pl.in)
+
+foreach(s ibcheckerrors ibcheckerrs ibchecknet ibchecknode ibcheckport
+    ibcheckportstate ibcheckportwidth ibcheckstate ibcheckwidth
+    ibclearcounters ibclearerrors ibdatacounters ibdatacounts set_nodedesc)
+  ibdiag_script(${s} ${s}.sh.in COMPAT)
+endforeach()
+foreach(s ibdiscover ibprintca ibprintrt ibprintswitch ibswportwatch)
+  ibdiag_script(${s} ${s}.pl.in COMPAT)
+endforeach()
+
+# The perl module the perl scripts share.
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/scripts/IBswcountlimits.pm.in)
+  configure_file(scripts/IBswcountlimits.pm.in
+    ${CMAKE_BINARY_DIR}/perl5/IBswcountlimits.pm @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/perl5/IBswcountlimits.pm
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/perl5)
+endif()
+
+# Man pages of this group
+set(netdisc_pages)
+foreach(p ibnetdiscover iblinkinfo ibqueryerrors ibcacheedit ibhosts
+    ibswitches ibnodes ibrouters dump_lfts dump_mfts check_lft_balance
+    ibfindnodesusing ibidsverify)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/man/${p}.8.md)
+    list(APPEND netdisc_pages man/${p}.8.md)
+  endif()
+endforeach()
+if(netdisc_pages)
+  rdma_man_pages(${netdisc_pages})
+endif()
+
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/netdisc_tests.cmake)
+  include(${CMAKE_CURRENT_SOURCE_DIR}/tests/netdisc_tests.cmake)
+endif()
