@@ -1,0 +1,99 @@
+#!/bin/bash
+# compare-smp.sh CASES [TOOL_FILTER]: run inside tests/fabric/fabric-run.
+# For every case (a tool and its arguments, one per line of CASES), runs
+#   ref      Debian's /usr/sbin/<tool>
+#   ours     build/bin/<tool> on our libraries (LD_LIBRARY_PATH=build/lib)
+#   ours-deb build/bin/<tool> on Debian's libraries
+#   ref-ours Debian's tool on our libraries
+# all under umad2sim, with the same argv[0], and compares stdout, stderr
+# (the simulator's sim_connect line dropped, pids masked) and exit code of
+# each with ref. Prints one line per case and variant, then a summary;
+# exits 1 if anything differs.
+#
+# CASES lines: "[sm:|nosm:]tool args..."; '#' comments. A sm: line runs only
+# when the fabric has a subnet manager (FABRIC_SM=1), nosm: only without.
+set -u
+cases=$1
+filter=${2:-}
+build=${RDMA_BUILD:?RDMA_BUILD not set}
+# With --sm, fabric-run leaves opensm.log in the work directory.
+if [ -z "${FABRIC_SM:-}" ]; then
+    FABRIC_SM=0
+    [ -e "${FABRIC_DIR:-/nonexistent}/opensm.log" ] && FABRIC_SM=1
+fi
+sm=$FABRIC_SM
+debian_lib=/usr/lib/x86_64-linux-gnu
+out=${FABRIC_DIR:-$(mktemp -d)}/compare
+mkdir -p "$out"
+
+# ours/ref-ours use whichever of our libraries build/lib has (Debian's
+# for the rest): say which.
+libs=
+for l in libibumad.so.3 libibmad.so.5 libibnetdisc.so.5; do
+    [ -e "$build/lib/$l" ] && libs+=" $l"
+done
+echo "our libraries in build/lib:${libs:- none}"
+
+# Values that legitimately change from run to run.
+normalize() {
+    sed -E -e '/sim_connect: attached as client/d' \
+        -e 's/\[(pid )?[0-9]+\]/[\1PID]/g' \
+        -e 's/activity count [0-9]+/activity count N/' \
+        -e 's/^(ActCount:\.*)[0-9]+/\1N/' \
+        "$1"
+}
+
+# run VARIANT TOOL ARGS...: results in $out/<n>.<variant>.{out,err,rc}
+run() {
+    local variant=$1 tool=$2; shift 2
+    local exe envs=()
+    case $variant in
+    ref)      exe=/usr/sbin/$tool;;
+    ours)     exe=$build/bin/$tool; envs=(LD_LIBRARY_PATH=$build/lib);;
+    ours-deb) exe=$build/bin/$tool; envs=(LD_LIBRARY_PATH=$debian_lib);;
+    ref-ours) exe=/usr/sbin/$tool; envs=(LD_LIBRARY_PATH=$build/lib);;
+    esac
+    local base=$out/$n.$variant
+    local start=$SECONDS
+    env "${envs[@]}" LD_PRELOAD="$SIM_PRELOAD" timeout 60 \
+        bash -c 'exe=$1; name=$2; shift 2; exec -a "$name" "$exe" "$@"' \
+        run "$exe" "$tool" "$@" </dev/null >"$base.out" 2>"$base.err.raw"
+    echo $? >"$base.rc"
+    echo $((SECONDS - start)) >"$base.secs"
+    normalize "$base.err.raw" >"$base.err"
+    normalize "$base.out" >"$base.outn"
+}
+
+n=0 pass=0 fail=0 skip=0
+while IFS= read -r line; do
+    case "$line" in ''|'#'*) continue;; esac
+    case "$line" in
+    sm:*) [ "$sm" = 1 ] || continue; line=${line#sm:};;
+    nosm:*) [ "$sm" = 0 ] || continue; line=${line#nosm:};;
+    esac
+    read -r -a words <<<"$line"
+    tool=${words[0]}
+    [ -z "$filter" ] || [[ "$tool" =~ $filter ]] || continue
+    [ -x "$build/bin/$tool" ] || { echo "SKIP (not built) $line"; skip=$((skip+1)); continue; }
+    n=$((n+1))
+    run ref "${words[@]}"
+    variants="ours ours-deb ref-ours"
+    for v in $variants; do
+        run "$v" "${words[@]}"
+        what=
+        cmp -s "$out/$n.ref.outn" "$out/$n.$v.outn" || what+=" stdout"
+        cmp -s "$out/$n.ref.err" "$out/$n.$v.err" || what+=" stderr"
+        cmp -s "$out/$n.ref.rc" "$out/$n.$v.rc" || what+=" rc($(cat "$out/$n.ref.rc")/$(cat "$out/$n.$v.rc"))"
+        if [ -z "$what" ]; then
+            pass=$((pass+1))
+            echo "ok   [$v] rc=$(cat "$out/$n.ref.rc") $(cat "$out/$n.$v.secs")s: $line"
+        else
+            fail=$((fail+1))
+            echo "FAIL [$v]$what: $line"
+            diff "$out/$n.ref.outn" "$out/$n.$v.outn" | head -${DIFF_LINES:-10}
+            diff "$out/$n.ref.err" "$out/$n.$v.err" | head -${DIFF_LINES:-10}
+        fi
+    done
+done <"$cases"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]
