@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# The SA, performance, vendor and congestion-control tools: saquery,
+# perfquery, ibtracert, ibping, ibsysstat, vendstat, ibccquery, ibccconfig.
+# Included by infiniband-diags/CMakeLists.txt.
+foreach(tool saquery perfquery ibtracert ibping ibsysstat vendstat ibccquery ibccconfig)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${tool}.cpp)
+    rdma_sbin_executable(${tool} ${tool}.cpp)
+    target_link_libraries(${tool} PRIVATE ibdiags_common ibmad ibumad)
+  endif()
+endforeach()
+
+foreach(page saquery perfquery ibtracert ibping ibsysstat vendstat ibccquery ibccconfig)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/man/${page}.8.md)
+    rdma_man_pages(man/${page}.8.md)
+  endif()
+endforeach()
+
+# Ours against the reference on simulated fabrics (tests/compare-sa.sh).
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh)
+  rdma_fabric_test(NAME sa_tools.net2sw COMMAND
+    ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh nosm TIMEOUT 600)
+  rdma_fabric_test(NAME sa_tools.net2sw_sm SM COMMAND
+    ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh sm TIMEOUT 900)
+endif()
