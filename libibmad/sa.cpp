@@ -12,8 +12,8 @@ namespace {
 // PathRecord component mask bits: DGID and SGID
 constexpr uint64_t pr_mask_dgid = 1ull << 2;
 constexpr uint64_t pr_mask_sgid = 1ull << 3;
-// the reference's NodeRecord lookup by port GUID sets this bit
-constexpr uint64_t nr_mask_guid = 1ull << 6;
+// NodeRecord component mask bit: NodeInfo's PortGUID
+constexpr uint64_t nr_mask_port_guid = 1ull << 8;
 
 } // namespace
 
@@ -91,7 +91,7 @@ IBMAD_EXPORT int ib_node_query_via(const struct ibmad_port *srcport,
 	ib_sa_call_t sa{};
 	sa.method = IB_MAD_METHOD_GET;
 	sa.attrid = IB_SA_ATTR_NODERECORD;
-	sa.mask = nr_mask_guid;
+	sa.mask = nr_mask_port_guid;
 	sa.trid = mad_trid();
 
 	std::memset(buf, 0, IB_SA_NR_RECSZ);
@@ -102,5 +102,6 @@ IBMAD_EXPORT int ib_node_query_via(const struct ibmad_port *srcport,
 		warn("ib_node_query_via", "sa call node_query failed");
 		return -1;
 	}
-	return get_be16(p, off::nr_lid);
+	// the record is in buf; the reference answers 0, not the LID
+	return 0;
 }
