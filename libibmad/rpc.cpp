@@ -16,7 +16,10 @@
 
 using namespace ibmad;
 
-IBMAD_EXPORT int ibdebug;
+// the debug level the tools set (-d) and LIBIBMAD_DEBUG_LEVEL overrides
+extern "C" {
+__attribute__((visibility("default"))) int ibdebug = 0;
+}
 
 namespace ibmad {
 

@@ -373,16 +373,25 @@ static int run_pair(void)
 	       pp->gsi.port ? mad_rpc_class_agent(pp->gsi.port, 4) >= 0 : -1);
 	ib_portid_t id = {0};
 	uint8_t buf[64] = {0};
-	printf("smp on smi: %s\n",
-	       smp_query_via(buf, &id, IB_ATTR_NODE_INFO, 0, 0, pp->smi.port)
-		       ? "ok" : "fail");
+	int failed = 0;
+	if (!pp->smi.port || !pp->gsi.port ||
+	    mad_rpc_class_agent(pp->smi.port, 0x81) < 0 ||
+	    mad_rpc_class_agent(pp->gsi.port, 4) < 0 ||
+	    mad_rpc_class_agent(pp->gsi.port, 0x81) >= 0)
+		failed = 1;
+	uint8_t *r = smp_query_via(buf, &id, IB_ATTR_NODE_INFO, 0, 0,
+				   pp->smi.port);
+	printf("smp on smi: %s\n", r ? "ok" : "fail");
+	failed |= !r;
 	close2((struct ibmad_ports_pair *)pp);
 	close2(NULL);
 	struct ibmad_ports_pair *bad = open2("nosuchca", 1, classes, 4, 1);
 	printf("bad ca: %s\n", bad ? "opened?" : "fail");
-	if (bad)
+	if (bad) {
 		close2(bad);
-	return 0;
+		failed = 1;
+	}
+	return failed;
 }
 
 int main(int argc, char **argv)
