@@ -347,6 +347,8 @@ ibnd_fabric_t* load_fabric_image(std::span<const uint8_t> image) {
 
 using namespace ibnd;
 
+// exported: the version script decides what leaves the library
+#pragma GCC visibility push(default)
 extern "C" {
 
 ibnd_fabric_t* ibnd_load_fabric(const char* file, unsigned int /*flags*/) {
@@ -480,3 +482,4 @@ int ibnd_cache_fabric(ibnd_fabric_t* fabric, const char* file, unsigned int flag
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -595,6 +595,8 @@ fail:
 
 using namespace ibnd;
 
+// exported: the version script decides what leaves the library
+#pragma GCC visibility push(default)
 extern "C" {
 
 const char* ibnd_get_chassis_type(ibnd_node_t* node) {
@@ -655,3 +657,4 @@ int ibnd_is_xsigo_tca(uint64_t guid) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -194,26 +194,27 @@ class Walk {
             return rc;
         }
         int agent = r.mgtclass == IB_SMI_CLASS ? smi_agent_ : dr_agent_;
-        // The kernel times the request out once (retries are ours: a
-        // simulator never answers a lost request at all).
-        rc = umad_send(fd_, agent, umad.data(), IB_MAD_SIZE, static_cast<int>(cfg_.timeout_ms), 0);
+        // The kernel times the request out and retries it, as for the
+        // reference; the deadline below only covers a MAD layer that never
+        // answers at all (a simulator).
+        rc = umad_send(fd_, agent, umad.data(), IB_MAD_SIZE, static_cast<int>(cfg_.timeout_ms),
+                       static_cast<int>(cfg_.retries));
         if (rc < 0) {
             IBND_ERR(smp, 91, "send failed; %d\n", rc);
             return rc;
         }
         r.trid = static_cast<uint32_t>(rpc.trid);
-        r.deadline = Clock::now() + std::chrono::milliseconds(cfg_.timeout_ms + 20);
+        r.deadline = Clock::now() +
+                     std::chrono::milliseconds(uint64_t(cfg_.timeout_ms) * (cfg_.retries + 1) + 100);
         ++r.tries;
         ++sent_;
         by_trid_[r.trid] = &r;
         return 0;
     }
 
-    // A request whose tries are used up ends with a timeout status.
+    // No answer, not even the kernel's timeout: the request failed.
     int retry_or_fail(Request& r) {
         by_trid_.erase(r.trid);
-        if (r.tries <= cfg_.retries)
-            return send(r);
         r.done = true;
         r.umad_status = ETIMEDOUT;
         return 0;
@@ -239,8 +240,6 @@ class Walk {
             return 0;  // late reply to a request we already resent: drop it
         Request& r = *it->second;
         int status = umad_status(buf.data());
-        if (status == ETIMEDOUT)  // the kernel gave up on it: our retry
-            return retry_or_fail(r);
         // MadMethod is the 7-bit method (the response bit is a field of its own)
         if (!status && (mad_get_field(mad, 0, IB_MAD_METHOD_F) != IB_MAD_METHOD_GET ||
                         mad_get_field(mad, 0, IB_MAD_ATTRID_F) != attr_of(r.kind)))
@@ -676,7 +675,7 @@ ibnd_fabric_t* discover(char* ca_name, int ca_port, ib_portid_t* from, ibnd_conf
 }  // namespace
 }  // namespace ibnd
 
-extern "C" ibnd_fabric_t* ibnd_discover_fabric(char* ca_name, int ca_port, ib_portid_t* from,
+extern "C" __attribute__((visibility("default"))) ibnd_fabric_t* ibnd_discover_fabric(char* ca_name, int ca_port, ib_portid_t* from,
                                                struct ibnd_config* config) {
     try {
         return ibnd::discover(ca_name, ca_port, from, config);

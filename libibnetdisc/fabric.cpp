@@ -137,6 +137,8 @@ void type_list_add(ibnd_fabric_t* f, ibnd_node_t* node) {
 
 using namespace ibnd;
 
+// exported: the version script decides what leaves the library
+#pragma GCC visibility push(default)
 extern "C" {
 
 void ibnd_destroy_fabric(ibnd_fabric_t* fabric) {
@@ -274,3 +276,4 @@ void ibnd_iter_ports(ibnd_fabric_t* fabric, ibnd_iter_port_func_t func, void* us
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

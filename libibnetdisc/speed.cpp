@@ -24,6 +24,8 @@ constexpr SpeedName kSpeeds[] = {
 
 }  // namespace
 
+// exported: the version script decides what leaves the library
+#pragma GCC visibility push(default)
 extern "C" {
 
 int ibnd_get_agg_linkspeedext_field(void* cap_info, void* info, enum MAD_FIELDS efield,
@@ -47,6 +49,7 @@ int ibnd_get_agg_linkspeedext_field(void* cap_info, void* info, enum MAD_FIELDS 
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
 
 // The LinkSpeedExt*2 fields exist only in newer libibmad field tables; with
 // an older mad.h they are not decoded (reported as 0).
@@ -56,6 +59,8 @@ int ibnd_get_agg_linkspeedext_field(void* cap_info, void* info, enum MAD_FIELDS 
 #define IBND_E2(f) IB_NO_FIELD
 #endif
 
+// exported: the version script decides what leaves the library
+#pragma GCC visibility push(default)
 extern "C" {
 
 int ibnd_get_agg_linkspeedext(void* cap_info, void* info) {
@@ -125,3 +130,4 @@ char* ibnd_dump_agg_linkspeedextsup(char* buf, int bufsz, int speed) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,44 @@
+#!/bin/bash
+# compare.sh DUMP [ibnd_dump args...]: run inside tests/fabric/fabric-run.
+# Runs the one ibnd_dump binary on Debian's libibnetdisc and on ours
+# (a directory holding only our libibnetdisc.so.5, so both use the same
+# libibmad/libibumad; IBND_FULL_STACK=1 uses all of $RDMA_BUILD/lib) and
+# requires: the same exit status, stdout and stderr (umad2sim's banner
+# aside), byte-identical cache files, each library loading the other's
+# cache into the same dump, and the same cache written back from a load.
+set -u
+dump=$1; shift
+sys=/usr/lib/x86_64-linux-gnu
+ours=$PWD/ours-lib
+mkdir -p "$ours"
+if [ "${IBND_FULL_STACK:-0}" = 1 ]; then
+    ours=$RDMA_BUILD/lib
+else
+    ln -sf "$RDMA_BUILD/lib/libibnetdisc.so.5" "$ours/libibnetdisc.so.5"
+fi
+fail=0
+run() { # side libdir outfile args...
+    local side=$1 dir=$2; shift 2
+    LD_LIBRARY_PATH=$dir LD_PRELOAD=$SIM_PRELOAD "$dump" "$@" > "$side.out" 2> "$side.err.raw"
+    echo $? > "$side.rc"
+    grep -v 'sim_connect: attached' "$side.err.raw" > "$side.err"
+}
+check() { # what file-a file-b
+    if ! cmp -s "$2" "$3"; then
+        echo "DIFFERENT $1:"; diff "$2" "$3" | head -20; fail=1
+    fi
+}
+run ref "$sys" "$@" -w ref.cache
+run ours "$ours" "$@" -w ours.cache
+check "exit status" ref.rc ours.rc
+check stdout ref.out ours.out
+check stderr ref.err ours.err
+if [ "$(cat ref.rc)" = 0 ]; then
+    check "cache file" ref.cache ours.cache
+    LD_LIBRARY_PATH=$sys "$dump" -l ours.cache -w ref2.cache > ref-load.out 2>&1
+    LD_LIBRARY_PATH=$ours "$dump" -l ref.cache -w ours2.cache > ours-load.out 2>&1
+    check "dump of the other's cache" ref-load.out ours-load.out
+    check "cache written back" ref2.cache ours2.cache
+fi
+[ $fail = 0 ] && echo "same: $(wc -l < ref.out) lines, exit $(cat ref.rc)"
+exit $fail
