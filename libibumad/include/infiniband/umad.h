@@ -212,6 +212,24 @@ struct umad_reg_attr {
 int umad_register2(int port_fd, struct umad_reg_attr *attr,
 		   uint32_t *agent_id);
 
+/*
+ * SMI/GSI pairs (newer upstream, IBUMAD_1.3/1.4): on a planarized device the
+ * subnet-management interface (QP0) and the general-services interface (QP1)
+ * of one port are separate umad devices. A legacy device is its own pair.
+ */
+struct umad_ca_pair {
+	char smi_name[UMAD_CA_NAME_LEN];
+	uint32_t smi_preferred_port;
+	char gsi_name[UMAD_CA_NAME_LEN];
+	uint32_t gsi_preferred_port;
+};
+
+int umad_open_smi_port(const char *ca_name, int portnum);
+int umad_get_smi_gsi_pairs(struct umad_ca_pair cas[], size_t max);
+int umad_get_smi_gsi_pair_by_ca_name(const char *devname, uint8_t portnum,
+				     struct umad_ca_pair *ca,
+				     unsigned enforce_smi);
+
 int umad_debug(int level);
 void umad_addr_dump(ib_mad_addr_t *addr);
 void umad_dump(void *umad);
