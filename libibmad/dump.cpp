@@ -78,8 +78,10 @@ struct bit_name {
 // dropped; a value outside the known bits (or 0 when `zero_is_undefined`)
 // ends in "undefined (N)".  Returns the length written, or -1 once the
 // buffer is full (the caller then stops).
+// With `cut_on_overflow`, a list cut by the buffer's end also loses its
+// last four bytes (the reference's extended speed lists do so).
 int or_list(char *buf, int bufsz, int value, std::initializer_list<bit_name> bits,
-	    int known_bits, bool zero_is_undefined)
+	    int known_bits, bool zero_is_undefined, bool cut_on_overflow = false)
 {
 	int n = 0;
 	bool first = true;
@@ -90,8 +92,11 @@ int or_list(char *buf, int bufsz, int value, std::initializer_list<bit_name> bit
 		if (value & (1 << b.bit))
 			n += put(buf + n, bufsz - n, "%s or ", b.name);
 	}
-	if (n >= bufsz)
+	if (n >= bufsz) {
+		if (cut_on_overflow && bufsz > 3 && n - 4 < bufsz)
+			buf[n - 4] = 0;
 		return -1;
+	}
 	if ((zero_is_undefined && value == 0) || (value >> known_bits)) {
 		n += put(buf + n, bufsz - n, "undefined (%d)", value);
 		return n >= bufsz ? -1 : n;
@@ -132,7 +137,7 @@ void dump_ext_speed_list(char *buf, int bufsz, int speed)
 	}
 	or_list(buf, bufsz, speed,
 		{{0, "14.0625 Gbps"}, {1, "25.78125 Gbps"}, {2, "53.125 Gbps"},
-		 {3, "106.25 Gbps"}}, 4, false);
+		 {3, "106.25 Gbps"}}, 4, false, true);
 }
 
 void dump_ext2_speed_list(char *buf, int bufsz, int speed)
@@ -141,7 +146,7 @@ void dump_ext2_speed_list(char *buf, int bufsz, int speed)
 		put(buf, bufsz, "%d", speed);
 		return;
 	}
-	or_list(buf, bufsz, speed, {{0, "212.5 Gbps"}}, 1, false);
+	or_list(buf, bufsz, speed, {{0, "212.5 Gbps"}}, 1, false, true);
 }
 
 // Name lookups of small enumerations; unknown values read "?(N)".
