@@ -144,26 +144,36 @@ IBMAD_EXPORT int ib_resolve_portid_str_via(ib_portid_t *portid, char *addr_str,
 	switch (dest_type) {
 	case IB_DEST_LID: {
 		int lid = static_cast<int>(std::strtol(addr_str, nullptr, 0));
-		if (!IB_LID_VALID(lid))
+		if (!IB_LID_VALID(lid)) {
+			errno = EINVAL;
 			return -1;
+		}
 		return ib_portid_set(portid, lid, 0, 0);
 	}
 	case IB_DEST_DRPATH:
-		if (str2drpath(&portid->drpath, addr_str, 0, 0) < 0)
+		if (str2drpath(&portid->drpath, addr_str, 0, 0) < 0) {
+			errno = EINVAL;
 			return -1;
+		}
 		return 0;
 	case IB_DEST_GUID: {
 		uint64_t guid = std::strtoull(addr_str, nullptr, 0);
-		if (!guid)
+		if (!guid) {
+			errno = EINVAL;
 			return -1;
+		}
 		return ib_resolve_guid_via(portid, &guid, sm_id, 0, srcport);
 	}
 	case IB_DEST_DRSLID: {
 		// "LID,hop,hop...": LID-routed to LID, then directed from there
 		char *routepath = nullptr;
 		int lid = static_cast<int>(std::strtol(addr_str, &routepath, 0));
-		if (!IB_LID_VALID(lid))
+		if (!IB_LID_VALID(lid)) {
+			errno = EINVAL;
 			return -1;
+		}
+		// skip the separator; a bare LID has no route (the reference
+		// reads past the string's end there)
 		if (*routepath)
 			routepath++;
 		ib_portid_set(portid, lid, 0, 0);
@@ -172,8 +182,10 @@ IBMAD_EXPORT int ib_resolve_portid_str_via(ib_portid_t *portid, char *addr_str,
 		int selfport = 0;
 		if (ib_resolve_self_via(&self, &selfport, nullptr, srcport) < 0)
 			return -1;
-		if (str2drpath(&portid->drpath, routepath, self.lid, 0) < 0)
+		if (str2drpath(&portid->drpath, routepath, self.lid, 0) < 0) {
+			errno = EINVAL;
 			return -1;
+		}
 		return 0;
 	}
 	case IB_DEST_GID: {
@@ -185,6 +197,7 @@ IBMAD_EXPORT int ib_resolve_portid_str_via(ib_portid_t *portid, char *addr_str,
 	default:
 		warn("ib_resolve_portid_str_via", "bad dest_type %d",
 		     static_cast<int>(dest_type));
+		errno = EINVAL;
 		return -1;
 	}
 }

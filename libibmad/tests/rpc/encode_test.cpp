@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <dlfcn.h>
@@ -42,6 +43,10 @@ struct Reference {
 		portid2str_ = sym<decltype(portid2str_)>("portid2str");
 		portid2portnum_ = sym<decltype(portid2portnum_)>("portid2portnum");
 		umad_size_ = sym<decltype(umad_size_)>("umad_size");
+		// Debian's umad_size() depends on the ABI umad_init() finds
+		auto init = sym<decltype(&umad_init)>("umad_init");
+		if (init)
+			init();
 	}
 	template <typename T> T sym(const char *name)
 	{
@@ -168,7 +173,12 @@ TEST(RpcEncode, MadEncodeMatchesReference)
 TEST(RpcEncode, MadBuildPktMatchesReference)
 {
 	NEED_REFERENCE();
-	ASSERT_EQ(umad_size(), ref().umad_size_());
+	umad_init();
+	// Without a umad device Debian's libibumad keeps its old ABI: a 56-byte
+	// umad header without the P_Key index. Then the header's common 56
+	// bytes and the MADs behind the headers are compared.
+	const size_t ours_hdr = umad_size(), ref_hdr = ref().umad_size_();
+	const size_t common_hdr = std::min(ours_hdr, ref_hdr);
 	std::mt19937_64 rng(55);
 	for (int i = 0; i < 20000; i++) {
 		Case c = make_case(rng);
@@ -182,10 +192,15 @@ TEST(RpcEncode, MadBuildPktMatchesReference)
 					 d.with_rmpp ? &d.rmpp : nullptr,
 					 d.with_data ? d.data.data() : nullptr);
 		ASSERT_EQ(l1, l2) << "case " << i;
-		size_t n = umad_size() + IB_MAD_SIZE;
-		ASSERT_EQ(0, memcmp(ours.data(), theirs.data(), n))
+		ASSERT_EQ(0, memcmp(ours.data(), theirs.data(), common_hdr))
+			<< "case " << i << " umad header"
+			<< hexdiff(ours.data(), theirs.data(), common_hdr);
+		ASSERT_EQ(0, memcmp(ours.data() + ours_hdr,
+				    theirs.data() + ref_hdr, IB_MAD_SIZE))
 			<< "case " << i << " class 0x" << std::hex
-			<< c.rpc.mgtclass << hexdiff(ours.data(), theirs.data(), n);
+			<< c.rpc.mgtclass
+			<< hexdiff(ours.data() + ours_hdr,
+				   theirs.data() + ref_hdr, IB_MAD_SIZE);
 		ASSERT_EQ(0, memcmp(&c.port, &d.port, sizeof(c.port)));
 	}
 }

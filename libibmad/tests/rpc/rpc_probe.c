@@ -86,9 +86,12 @@ static void resolve(const char *s, enum MAD_DEST type, ib_portid_t *sm)
 	char buf[128];
 	snprintf(buf, sizeof(buf), "%s", s);
 	memset(&id, 0x55, sizeof(id));
+	errno = 0;
 	int rc = ib_resolve_portid_str_via(&id, buf, type, sm, port);
+	int err = errno;
 	char what[200];
-	snprintf(what, sizeof(what), "resolve type %d '%s'", type, s);
+	snprintf(what, sizeof(what), "resolve type %d '%s' errno %d", type, s,
+		 rc < 0 ? err : 0);
 	show_portid(what, rc, &id);
 }
 
