@@ -12,6 +12,9 @@
 #
 # CASES lines: "[sm:|nosm:]tool args..."; '#' comments. A sm: line runs only
 # when the fabric has a subnet manager (FABRIC_SM=1), nosm: only without.
+# A set: line changes the fabric (ibportstate sets): the reference runs once
+# first so that every compared run starts from the state it leaves; the
+# variants then are compared with the reference's second run.
 set -u
 cases=$1
 filter=${2:-}
@@ -67,6 +70,10 @@ run() {
 n=0 pass=0 fail=0 skip=0
 while IFS= read -r line; do
     case "$line" in ''|'#'*) continue;; esac
+    settle=0
+    case "$line" in
+    set:*) settle=1; line=${line#set:};;
+    esac
     case "$line" in
     sm:*) [ "$sm" = 1 ] || continue; line=${line#sm:};;
     nosm:*) [ "$sm" = 0 ] || continue; line=${line#nosm:};;
@@ -76,6 +83,7 @@ while IFS= read -r line; do
     [ -z "$filter" ] || [[ "$tool" =~ $filter ]] || continue
     [ -x "$build/bin/$tool" ] || { echo "SKIP (not built) $line"; skip=$((skip+1)); continue; }
     n=$((n+1))
+    [ "$settle" = 0 ] || run ref "${words[@]}"
     run ref "${words[@]}"
     variants="ours ours-deb ref-ours"
     for v in $variants; do
