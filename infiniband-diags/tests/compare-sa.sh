@@ -1,0 +1,100 @@
+#!/bin/bash
+# compare-sa.sh [CASES]: differential test of the SA, performance, vendor and
+# congestion-control tools (saquery, perfquery, ibtracert, ibping,
+# ibsysstat, vendstat, ibccquery, ibccconfig). Runs inside
+# tests/fabric/fabric-run (with or without --sm).
+#
+# For every case line ("[sm:|nosm:]tool args...", '#' starts a comment) it
+# runs Debian's /usr/sbin/<tool> and then ours in two variants:
+#   ours      build/bin/<tool> on our libraries (LD_LIBRARY_PATH=build/lib)
+#   ours-deb  build/bin/<tool> on Debian's libraries
+# all preloaded with umad2sim and started under the same argv[0], each
+# bounded by a 60 s timeout, and compares stdout, stderr and exit code with
+# the reference's run. sm: lines run only on a fabric with opensm, nosm:
+# lines only without one.
+#
+# Values that change from one run to the next are masked before comparing
+# (see normalize): pids, the data/packet counters that our own MADs move,
+# opensm's activity count, ping round-trip times, and the fields that the
+# simulated SA fills from uninitialized memory (some SL2VL tables, a
+# PathRecord's preference and reserved bytes).
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cases=${1:-$here/cases-sa.txt}
+build=${RDMA_BUILD:?RDMA_BUILD not set}
+sm=0
+[ -e "${FABRIC_DIR:-/nonexistent}/opensm.log" ] && sm=1
+debian_lib=/usr/lib/x86_64-linux-gnu
+out=${FABRIC_DIR:-$(mktemp -d)}/compare-sa
+mkdir -p "$out"
+
+libs=
+for l in libibumad.so.3 libibmad.so.5; do
+    [ -e "$build/lib/$l" ] && libs+=" $l"
+done
+echo "fabric: ${FABRIC_TOPO:-?} sm=$sm; our libraries in build/lib:${libs:- none}"
+
+normalize() {
+    sed -E -e '/sim_connect: attached as client/d' \
+        -e 's/\[(pid )?[0-9]+\]/[\1PID]/g' \
+        -e 's/^(Port(Xmit|Rcv)(Data|Pkts):\.*)[0-9]+$/\1N/' \
+        -e 's/^(Port(Unicast|Multicast)(Xmit|Rcv)Pkts:\.*)[0-9]+$/\1N/' \
+        -e 's/^(\t\tActCount\.*)[0-9]+$/\1N/' \
+        -e 's/^(\t\tVL:)[ 0-9|]+$/\1N/' \
+        -e 's/^(\t\t(preference|resv2)\.*)0x[0-9A-F]+$/\1N/' \
+        -e 's/time [0-9]+(\.[0-9]+)? ms/time N ms/' \
+        -e 's|^rtt min/avg/max = .*|rtt min/avg/max = N|' \
+        "$1"
+}
+
+# run VARIANT TOOL ARGS...: results in $out/<n>.<variant>.*
+run() {
+    local variant=$1 tool=$2; shift 2
+    local exe lib=
+    case $variant in
+    ref)      exe=/usr/sbin/$tool;;
+    ours)     exe=$build/bin/$tool; lib=$build/lib;;
+    ours-deb) exe=$build/bin/$tool; lib=$debian_lib;;
+    esac
+    local base=$out/$n.$variant start=$SECONDS
+    env ${lib:+LD_LIBRARY_PATH=$lib} LD_PRELOAD="$SIM_PRELOAD" timeout 60 \
+        bash -c 'exe=$1; name=$2; shift 2; exec -a "$name" "$exe" "$@"' \
+        run "$exe" "$tool" "$@" </dev/null >"$base.out.raw" 2>"$base.err.raw"
+    echo $? >"$base.rc"
+    echo $((SECONDS - start)) >"$base.secs"
+    normalize "$base.out.raw" >"$base.out"
+    normalize "$base.err.raw" >"$base.err"
+}
+
+n=0 pass=0 fail=0 skip=0
+while IFS= read -r line; do
+    case "$line" in ''|'#'*) continue;; esac
+    case "$line" in
+    sm:*) [ "$sm" = 1 ] || continue; line=${line#sm:};;
+    nosm:*) [ "$sm" = 0 ] || continue; line=${line#nosm:};;
+    esac
+    read -r -a words <<<"$line"
+    tool=${words[0]}
+    [ -x "$build/bin/$tool" ] || { echo "SKIP (not built) $line"; skip=$((skip+1)); continue; }
+    n=$((n+1))
+    run ref "${words[@]}"
+    for v in ours ours-deb; do
+        run "$v" "${words[@]}"
+        what=
+        cmp -s "$out/$n.ref.out" "$out/$n.$v.out" || what+=" stdout"
+        cmp -s "$out/$n.ref.err" "$out/$n.$v.err" || what+=" stderr"
+        cmp -s "$out/$n.ref.rc" "$out/$n.$v.rc" ||
+            what+=" rc($(cat "$out/$n.ref.rc")/$(cat "$out/$n.$v.rc"))"
+        if [ -z "$what" ]; then
+            pass=$((pass+1))
+            echo "ok   [$v] rc=$(cat "$out/$n.ref.rc") $(cat "$out/$n.$v.secs")s: $line"
+        else
+            fail=$((fail+1))
+            echo "FAIL [$v]$what: $line"
+            diff "$out/$n.ref.out" "$out/$n.$v.out" | head -${DIFF_LINES:-10}
+            diff "$out/$n.ref.err" "$out/$n.$v.err" | head -${DIFF_LINES:-10}
+        fi
+    done
+done <"$cases"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]
