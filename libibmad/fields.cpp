@@ -14,7 +14,6 @@
 // exactly the bytes and bits the reference does.
 #include <cstring>
 #include <cstdio>
-#include <string>
 
 #include "fields_internal.h"
 
@@ -115,15 +114,16 @@ int array_byte_offset(const ib_field_t &f)
 	return off / 8;
 }
 
-// "Name:" padded with dots to 33 columns.
-std::string label(const char *name)
+// "Name:" padded with dots to 33 columns (longer names are not padded).
+int put_label(char *buf, int bufsz, const char *name)
 {
-	std::string s(name);
-	s += ':';
+	char dots[IB_FIELD_NAME_LEN + 1] = "";
 	const size_t l = strlen(name);
-	if (l < 32)
-		s.append(32 - l, '.');
-	return s;
+	if (l < IB_FIELD_NAME_LEN) {
+		memset(dots, '.', IB_FIELD_NAME_LEN - l);
+		dots[IB_FIELD_NAME_LEN - l] = 0;
+	}
+	return snprintf(buf, bufsz, "%s:%s", name, dots);
 }
 
 // The value text of a field through its dump function, in buf[0..bufsz).
@@ -261,9 +261,8 @@ char *mad_dump_field(enum MAD_FIELDS field, char *buf, int bufsz, void *val)
 	const ib_field_t &f = field_table[field];
 	if (!f.def_dump_fn)
 		return nullptr;
-	const std::string head = label(f.name);
-	const int n = snprintf(buf, bufsz, "%s", head.c_str());
-	if (n < bufsz)
+	const int n = put_label(buf, bufsz, f.name);
+	if (n >= 0 && n < bufsz)
 		dump_value(f, buf + n, bufsz - n, val);
 	buf[bufsz - 1] = 0;
 	return buf;
@@ -278,9 +277,8 @@ int mad_print_field(enum MAD_FIELDS field, const char *name, void *val)
 	if (!f.def_dump_fn)
 		return -1;
 	char line[512];
-	const std::string head = label(name ? name : f.name);
-	const int n = snprintf(line, sizeof(line), "%s", head.c_str());
-	if (n < static_cast<int>(sizeof(line)))
+	const int n = put_label(line, sizeof(line), name ? name : f.name);
+	if (n >= 0 && n < static_cast<int>(sizeof(line)))
 		dump_value(f, line + n, sizeof(line) - n, val);
 	line[sizeof(line) - 1] = 0;
 	return printf("%s\n", line);

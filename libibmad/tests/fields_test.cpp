@@ -219,28 +219,34 @@ std::string text(const char *buf, int bufsz)
 	return std::string(buf, strnlen(buf, bufsz));
 }
 
-// Runs fn with stdout going to a file; returns what it printed.
-template <typename F> std::string capture_stdout(F fn)
+// Runs fn with file descriptor `out` (stdout or stderr) going to a file;
+// returns what it printed.
+template <typename F> std::string capture(int out, F fn)
 {
-	fflush(stdout);
+	fflush(nullptr);
 	char path[] = "/tmp/ibmad_fields_testXXXXXX";
 	int fd = mkstemp(path);
 	EXPECT_GE(fd, 0);
-	int saved = dup(1);
-	dup2(fd, 1);
+	int saved = dup(out);
+	dup2(fd, out);
 	fn();
-	fflush(stdout);
-	dup2(saved, 1);
+	fflush(nullptr);
+	dup2(saved, out);
 	close(saved);
-	std::string out;
+	std::string text;
 	lseek(fd, 0, SEEK_SET);
 	char chunk[4096];
 	ssize_t n;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		out.append(chunk, n);
+		text.append(chunk, n);
 	close(fd);
 	unlink(path);
-	return out;
+	return text;
+}
+
+template <typename F> std::string capture_stdout(F fn)
+{
+	return capture(1, fn);
 }
 
 } // namespace
@@ -520,6 +526,30 @@ TEST(Dump, EnumeratedValues)
 				ASSERT_EQ(text(a.data(), bufsz), text(b.data(), bufsz))
 					<< fn.name << " value " << v << " bufsz " << bufsz;
 			}
+		}
+	}
+}
+
+// The warnings on stderr ("ibwarn: [pid] function: ..."), the same pid in
+// one process.
+TEST(Dump, Warnings)
+{
+	NEED_REFERENCE();
+	uint64_t v = 0x1122334455667788ull;
+	for (const char *name : {"mad_dump_int", "mad_dump_uint", "mad_dump_hex",
+				 "mad_dump_rhex", "mad_dump_linkwidth"}) {
+		dump_fn *theirs = ref().dump(name);
+		dump_fn *ours = nullptr;
+		for (const auto &fn : dump_functions())
+			if (!strcmp(fn.name, name))
+				ours = fn.ours;
+		ASSERT_NE(ours, nullptr);
+		for (int valsz : {-2, -1, 0, 9, 64, INT_MAX}) {
+			char a[64] = "x", b[64] = "x";
+			std::string ea = capture(2, [&] { ours(a, sizeof(a), &v, valsz); });
+			std::string eb = capture(2, [&] { theirs(b, sizeof(b), &v, valsz); });
+			EXPECT_EQ(ea, eb) << name << " valsz " << valsz;
+			EXPECT_STREQ(a, b) << name << " valsz " << valsz;
 		}
 	}
 }
