@@ -140,13 +140,18 @@ void dump_ext_speed_list(char *buf, int bufsz, int speed)
 		 {3, "106.25 Gbps"}}, 4, false, true);
 }
 
+// The second extended set has one speed so far (bit 0, XDR).  Upstream
+// writes any other bit as " undefined (N)" over the start of the text.
 void dump_ext2_speed_list(char *buf, int bufsz, int speed)
 {
 	if (speed == 0) {
 		put(buf, bufsz, "%d", speed);
 		return;
 	}
-	or_list(buf, bufsz, speed, {{0, "212.5 Gbps"}}, 1, false, true);
+	if (speed & 1)
+		put(buf, bufsz, "212.5 Gbps");
+	if (speed >> 1)
+		put(buf, bufsz, " undefined (%d)", speed);
 }
 
 // Name lookups of small enumerations; unknown values read "?(N)".

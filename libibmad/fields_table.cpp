@@ -711,7 +711,7 @@ const ib_field_t field_table[IB_FIELD_LAST_ + 1] = {
 	/* IB_PORT_EXT_NDR_FEC_MODE_SUPPORTED_F */ iba(128, 16, "NDRFECModeSupported", mad_dump_hex),
 	/* IB_PORT_EXT_NDR_FEC_MODE_ENABLED_F */ iba(176, 16, "NDRFECModeEnabled", mad_dump_hex),
 	/* IB_PORT_EXT_NDR_FEC_MODE_LAST_F */ none,
-	/* IB_PORT_LINK_SPEED_EXT_ACTIVE_2_F */ iba(448, 3, "LinkSpeedExtActive2", mad_dump_linkspeedext2),
+	/* IB_PORT_LINK_SPEED_EXT_ACTIVE_2_F */ iba(449, 2, "LinkSpeedExtActive2", mad_dump_linkspeedext2),
 	/* IB_PORT_LINK_SPEED_EXT_SUPPORTED_2_F */ iba(451, 2, "LinkSpeedExtSupported2", mad_dump_linkspeedextsup2),
 	/* IB_PORT_LINK_SPEED_EXT_ENABLED_2_F */ iba(453, 3, "LinkSpeedExtEnabled2", mad_dump_linkspeedexten2),
 	/* IB_PORT_LINK_SPEED_EXT_2_LAST_F */ none,
