@@ -23,10 +23,8 @@ int read_string(const std::string &dir, const char *name, char *buf, size_t max)
 	::close(fd);
 	if (n < 0)
 		return -err;
-	if (n == 0)
-		return -EIO;
 	buf[n] = '\0';
-	if (buf[n - 1] == '\n')
+	if (n > 0 && buf[n - 1] == '\n')
 		buf[n - 1] = '\0';
 	return 0;
 }

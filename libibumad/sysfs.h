@@ -14,7 +14,7 @@
 namespace umad::sysfs {
 
 // The file DIR/NAME with its trailing newline removed, at most max-1 bytes.
-// Returns 0, or -errno (-EIO for an empty read).
+// Returns 0 (an empty file reads as ""), or -errno.
 int read_string(const std::string &dir, const char *name, char *buf, size_t max);
 
 // An unsigned number (strtoul base 0, so "0x10", "4: ACTIVE" and

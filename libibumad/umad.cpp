@@ -56,7 +56,6 @@ namespace {
 
 constexpr const char *kDevDir = "/dev/infiniband";
 constexpr const char *kDefaultCa = "mthca0";
-constexpr int kDefaultPort = 1;
 constexpr unsigned kPortActive = 4;
 constexpr unsigned kPhysLinkUp = 5;
 constexpr unsigned kPhysDisabled = 3;
@@ -318,7 +317,7 @@ int pick_port(const char *name, int *port)
 		ret = 1;
 	} else if (*port > 0) {
 		umad_port_t *p = *port <= ca.numports ? ca.ports[*port] : nullptr;
-		if (!p || !port_is_ib(p))
+		if (!p)
 			ret = -1;
 		else if (p->state == kPortActive)
 			ret = 1;
@@ -329,7 +328,7 @@ int pick_port(const char *name, int *port)
 		for (int i = 0; i <= ca.numports; i++) {
 			umad_port_t *p = ca.ports[i];
 			UDEBUG("resolve_ca_port", "checking port %d", i);
-			if (!p || !port_is_ib(p))
+			if (!p)
 				continue;
 			if (up < 0 && p->phys_state == kPhysLinkUp)
 				up = *port = i;
@@ -342,7 +341,7 @@ int pick_port(const char *name, int *port)
 		if (active < 0 && up < 0) {
 			for (int i = 0; i <= ca.numports; i++) {
 				umad_port_t *p = ca.ports[i];
-				if (p && port_is_ib(p) && p->phys_state != kPhysDisabled) {
+				if (p && p->phys_state != kPhysDisabled) {
 					up = *port = i;
 					break;
 				}
@@ -354,21 +353,33 @@ int pick_port(const char *name, int *port)
 	return ret;
 }
 
-// The sorted names of the InfiniBand-type devices.
-std::vector<std::string> ib_device_names()
+// The names of the InfiniBand-type devices, in directory order or sorted;
+// false when /sys/class/infiniband cannot be read at all.
+bool ib_device_names(std::vector<std::string> &out, bool sorted = true)
 {
-	std::vector<std::string> out;
+	out.clear();
 	DIR *d = opendir(SYS_INFINIBAND);
 	if (!d)
-		return out;
+		return false;
 	while (struct dirent *e = readdir(d)) {
 		if (is_dot(e->d_name) || !is_ib_node(e->d_name))
 			continue;
 		out.emplace_back(e->d_name);
 	}
 	closedir(d);
-	std::sort(out.begin(), out.end());
-	return out;
+	if (sorted)
+		std::sort(out.begin(), out.end());
+	return true;
+}
+
+// What umad_get_cas_names reports: the devices, or, when the class
+// directory is missing altogether, the reference's historical default name.
+std::vector<std::string> cas_names()
+{
+	std::vector<std::string> names;
+	if (!ib_device_names(names))
+		names.emplace_back(kDefaultCa);
+	return names;
 }
 
 // Resolves the CA to use: `name` if given (checking *best_port when asked to
@@ -385,7 +396,10 @@ const char *resolve_ca(const char *name, int *best_port)
 			return nullptr;
 		return name;
 	}
-	std::vector<std::string> names = ib_device_names();
+	// The reference walks the devices in directory order here (umad_get_cas_names
+	// sorts); with several usable CAs that order decides which is picked.
+	std::vector<std::string> names;
+	ib_device_names(names, false);
 	int fallback = -1, fallback_port = 0;
 	for (size_t i = 0; i < names.size() && i < UMAD_MAX_DEVICES; i++) {
 		int port = best_port ? *best_port : 0;
@@ -415,9 +429,7 @@ const char *resolve_ca(const char *name, int *best_port)
 		snprintf(chosen, sizeof(chosen), "%s", names[fallback].c_str());
 		return chosen;
 	}
-	if (best_port)
-		*best_port = kDefaultPort;
-	return kDefaultCa;
+	return nullptr;
 }
 
 // The umadN id of (ca, port), or -1.
@@ -504,7 +516,7 @@ UMAD_EXPORT int umad_done(void)
 UMAD_EXPORT int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
 {
 	UTRACE("umad_get_cas_names", "max %d", max);
-	std::vector<std::string> names = ib_device_names();
+	std::vector<std::string> names = cas_names();
 	int n = 0;
 	for (const auto &name : names) {
 		if (n >= max)
@@ -742,8 +754,12 @@ UMAD_EXPORT int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 		*length = static_cast<size_t>(n) > umad_size() ? static_cast<int>(n - umad_size()) : 0;
 		return static_cast<int>(mad->agent_id);
 	}
-	if (n < 0 && errno == EWOULDBLOCK)
+	// Nothing queued on a non-blocking fd. The reference also accepts a
+	// read() that returns -EWOULDBLOCK itself (umad2sim does that).
+	if ((n < 0 && errno == EWOULDBLOCK) || n == -EWOULDBLOCK) {
+		errno = EWOULDBLOCK;
 		return -EWOULDBLOCK;
+	}
 	// ENOSPC: the MAD (an RMPP reassembly) is longer than the buffer; the
 	// kernel reports its length in the header so the caller can retry.
 	UDEBUG("umad_recv", "read returned %zu > sizeof umad %zu + length %d (%m)",
@@ -909,7 +925,7 @@ UMAD_EXPORT void umad_addr_dump(ib_mad_addr_t *addr)
 	fprintf(stderr,
 		"grh_present %d gid_index %d hop_limit %d traffic_class %d flow_label 0x%x pkey_index 0x%x\n",
 		addr->grh_present, addr->gid_index, addr->hop_limit, addr->traffic_class,
-		be32toh(addr->flow_label), addr->pkey_index);
+		addr->flow_label /* as stored, network order */, addr->pkey_index);
 	fprintf(stderr, "Gid 0x%s\n", gid);
 }
 
@@ -1043,7 +1059,9 @@ struct DevView {
 std::vector<DevView> device_views()
 {
 	std::vector<DevView> out;
-	for (const auto &name : ib_device_names()) {
+	std::vector<std::string> names;
+	ib_device_names(names);
+	for (const auto &name : names) {
 		umad_ca_t ca;
 		if (get_ca(name.c_str(), &ca) < 0)
 			continue;
