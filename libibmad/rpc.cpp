@@ -147,7 +147,11 @@ int do_madrpc(int port_id, void *sndbuf, void *rcvbuf, int agentid, int len,
 			IBMAD_ERRS("_do_madrpc", "retry %d (timeout %d ms)",
 				   retries, timeout);
 
-		if (umad_send(port_id, agentid, sndbuf, len, timeout, 0) < 0) {
+		// no agent for the class: what the kernel would answer
+		if (agentid < 0)
+			errno = EINVAL;
+		if (agentid < 0 ||
+		    umad_send(port_id, agentid, sndbuf, len, timeout, 0) < 0) {
 			warn("_do_madrpc", "send failed; %s",
 			     std::strerror(errno));
 			return -1;
@@ -231,12 +235,14 @@ IBMAD_EXPORT int mad_get_timeout(const struct ibmad_port *srcport,
 {
 	if (override_ms)
 		return override_ms;
-	return srcport->timeout ? srcport->timeout : default_timeout_ms;
+	return srcport && srcport->timeout ? srcport->timeout
+					   : default_timeout_ms;
 }
 
 IBMAD_EXPORT int mad_get_retries(const struct ibmad_port *srcport)
 {
-	return srcport->retries ? srcport->retries : default_retries;
+	return srcport && srcport->retries ? srcport->retries
+					   : default_retries;
 }
 
 IBMAD_EXPORT void *mad_rpc(const struct ibmad_port *port, ib_rpc_t *rpc,
@@ -248,6 +254,10 @@ IBMAD_EXPORT void *mad_rpc(const struct ibmad_port *port, ib_rpc_t *rpc,
 	int status;
 	uint8_t *mad;
 
+	if (!port || !rpc || !dport) {
+		errno = EINVAL;
+		return nullptr;
+	}
 	if (is_rpc_v1(rpc))
 		set_rpc_error(rpc, 0);
 	if (!rpc_sizes_ok(rpc)) {
@@ -307,6 +317,10 @@ IBMAD_EXPORT void *mad_rpc_rmpp(const struct ibmad_port *port, ib_rpc_t *rpc,
 	IBMAD_DEBUG("mad_rpc_rmpp", "rmpp %p data %p", static_cast<void *>(rmpp),
 		    data);
 
+	if (!port || !rpc || !dport) {
+		errno = EINVAL;
+		return nullptr;
+	}
 	if (is_rpc_v1(rpc))
 		set_rpc_error(rpc, 0);
 	if (!rpc_sizes_ok(rpc)) {
@@ -439,6 +453,10 @@ IBMAD_EXPORT void madrpc_init(char *dev_name, int dev_port, int *mgmt_classes,
 	if (num_classes >= max_class)
 		panic("madrpc_init", "too many classes %d requested",
 		      num_classes);
+	if (num_classes > 0 && !mgmt_classes) {
+		errno = EINVAL;
+		panic("madrpc_init", "no class list");
+	}
 
 	p->port_id = fd;
 	std::memset(p->class_agents, 0xff, sizeof(p->class_agents));
@@ -465,6 +483,10 @@ struct ibmad_port *open_port(const char *func, char *dev_name, int dev_port,
 {
 	if (num_classes >= max_class) {
 		warn(func, "too many classes %d requested", num_classes);
+		errno = EINVAL;
+		return nullptr;
+	}
+	if (num_classes > 0 && !mgmt_classes) {
 		errno = EINVAL;
 		return nullptr;
 	}
@@ -598,7 +620,22 @@ mad_rpc_open_port2(char *dev_name, int dev_port, int *mgmt_classes,
 		"umad_get_smi_gsi_pair_by_ca_name");
 	auto open_smi = umad_symbol<open_smi_fn>("umad_open_smi_port");
 	if (get_pair) {
-		if (get_pair(dev_name, static_cast<uint8_t>(dev_port), &pair,
+		// no name: the port umad_open_port() would pick (first CA,
+		// first active port when dev_port is 0), then its pair
+		char default_name[UMAD_CA_NAME_LEN] = {};
+		const char *name = dev_name;
+		int portnum = dev_port;
+		if (!name || !*name) {
+			umad_port_t up{};
+			if (umad_get_port(nullptr, dev_port, &up) == 0) {
+				std::memcpy(default_name, up.ca_name,
+					    sizeof(default_name) - 1);
+				portnum = up.portnum;
+				umad_release_port(&up);
+				name = default_name;
+			}
+		}
+		if (get_pair(name, static_cast<uint8_t>(portnum), &pair,
 			     enforce_smi) < 0) {
 			warn("mad_rpc_open_port2",
 			     "can't open UMAD port (%s:%d)",

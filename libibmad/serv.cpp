@@ -19,6 +19,10 @@ IBMAD_EXPORT int mad_send_via(ib_rpc_t *rpc, ib_portid_t *dport,
 
 	IBMAD_DEBUG("mad_send_via", "rmpp %p data %p",
 		    static_cast<void *>(rmpp), data);
+	if (!srcport || !rpc || !dport) {
+		errno = EINVAL;
+		return -1;
+	}
 
 	if (mad_build_pkt(umad, rpc, dport, rmpp, data) < 0)
 		return -1;
@@ -31,10 +35,12 @@ IBMAD_EXPORT int mad_send_via(ib_rpc_t *rpc, ib_portid_t *dport,
 		      rpc->datasz);
 	}
 
-	if (umad_send(srcport->port_id,
-		      srcport->class_agents[rpc->mgtclass & 0xff], umad,
-		      IB_MAD_SIZE, mad_get_timeout(srcport, rpc->timeout),
-		      0) < 0) {
+	int agent = srcport->class_agents[rpc->mgtclass & 0xff];
+	if (agent < 0)
+		errno = EINVAL; // no agent for the class, as the kernel says
+	if (agent < 0 ||
+	    umad_send(srcport->port_id, agent, umad, IB_MAD_SIZE,
+		      mad_get_timeout(srcport, rpc->timeout), 0) < 0) {
 		warn("mad_send_via", "send failed; %s", std::strerror(errno));
 		return -1;
 	}
@@ -50,6 +56,10 @@ IBMAD_EXPORT int mad_send(ib_rpc_t *rpc, ib_portid_t *dport,
 IBMAD_EXPORT int mad_respond_via(void *umad, ib_portid_t *portid,
 				 uint32_t rstatus, struct ibmad_port *srcport)
 {
+	if (!umad || !srcport) {
+		errno = EINVAL;
+		return -1;
+	}
 	auto *mad = static_cast<uint8_t *>(umad_get_mad(umad));
 	ib_portid_t rport{};
 	ib_rpc_t rpc{};
@@ -111,9 +121,12 @@ IBMAD_EXPORT int mad_respond_via(void *umad, ib_portid_t *portid,
 	if (ibdebug > 1)
 		xdump(stderr, "mad respond pkt\n", mad, IB_MAD_SIZE);
 
-	if (umad_send(srcport->port_id, srcport->class_agents[rpc.mgtclass],
-		      umad, IB_MAD_SIZE, mad_get_timeout(srcport, rpc.timeout),
-		      0) < 0) {
+	int agent = srcport->class_agents[rpc.mgtclass & 0xff];
+	if (agent < 0)
+		errno = EINVAL;
+	if (agent < 0 ||
+	    umad_send(srcport->port_id, agent, umad, IB_MAD_SIZE,
+		      mad_get_timeout(srcport, rpc.timeout), 0) < 0) {
 		IBMAD_DEBUG("mad_respond_via", "send failed; %s",
 			    std::strerror(errno));
 		return -1;
@@ -139,6 +152,10 @@ IBMAD_EXPORT void mad_free(void *umad)
 IBMAD_EXPORT void *mad_receive_via(void *umad, int timeout,
 				   struct ibmad_port *srcport)
 {
+	if (!srcport) {
+		errno = EINVAL;
+		return nullptr;
+	}
 	void *buf = umad ? umad : mad_alloc();
 	if (!buf)
 		return nullptr;

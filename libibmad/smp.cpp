@@ -3,6 +3,8 @@
 // the destination has a LID and no directed-route part, directed otherwise.
 #include "rpc_internal.h"
 
+#include <cerrno>
+
 using namespace ibmad;
 
 namespace {
@@ -14,6 +16,10 @@ uint8_t *smp_call(const char *func, int method, void *payload, void *rcvbuf,
 {
 	ib_rpc_t rpc{};
 
+	if (!srcport || !portid) {
+		errno = EINVAL;
+		return nullptr;
+	}
 	IBMAD_DEBUG(func, "attr 0x%x mod 0x%x route %s", attrid, mod,
 		    portid2str(portid));
 	rpc.method = method;

@@ -341,6 +341,31 @@ TEST_F(Hostile, BadRequestsAreRefused)
 	EXPECT_NE(std::string::npos, err.find("_do_madrpc: max_retries -1 <= 0"));
 }
 
+// A class the port has no agent for: refused like the kernel refuses it
+// (umad2sim crashes when handed agent -1).
+TEST_F(Hostile, ClassWithoutAgent)
+{
+	ib_vendor_call_t call{};
+	call.method = IB_MAD_METHOD_GET;
+	call.mgmt_class = 0x0b;
+	call.timeout = 10;
+	ib_portid_t id{};
+	ib_portid_set(&id, 2, 1, IB_DEFAULT_QP1_QKEY);
+	uint8_t buf[IB_MAD_SIZE] = {};
+	testing::internal::CaptureStderr();
+	EXPECT_EQ(nullptr, ib_vendor_call_via(buf, &id, &call, port));
+	call.method = IB_MAD_METHOD_SEND; // one-way
+	EXPECT_EQ(nullptr, ib_vendor_call_via(buf, &id, &call, port));
+	std::string err = testing::internal::GetCapturedStderr();
+	EXPECT_TRUE(fake.sent.empty());
+	EXPECT_NE(std::string::npos,
+		  err.find("_do_madrpc: send failed; Invalid argument"))
+		<< err;
+	EXPECT_NE(std::string::npos,
+		  err.find("mad_send_via: send failed; Invalid argument"))
+		<< err;
+}
+
 TEST_F(Hostile, TridsDifferPerRequest)
 {
 	fake.responder = [&](const uint8_t *req, Reply &r) {

@@ -7,6 +7,7 @@
  *
  *   rpc_probe smp      SMPs by directed route, status, errors, timeouts
  *   rpc_probe sm       needs opensm: LID routes, resolvers, SA, PMA, vendor
+ *   rpc_probe legacy   needs opensm: the deprecated default-port calls
  *   rpc_probe pair     ours only: mad_rpc_open_port2 / close_port2
  */
 #include <infiniband/mad.h>
@@ -339,6 +340,122 @@ static int run_sm(void)
 	return 0;
 }
 
+
+/* the deprecated calls on the library's default port (needs opensm) */
+static int run_legacy(void)
+{
+	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
+			 IB_PERFORMANCE_CLASS};
+	madrpc_init(NULL, 0, classes, 4);
+	printf("madrpc_portid %s, agents smi %d dr %d sa %d cc %d bad %d\n",
+	       madrpc_portid() >= 0 ? "ok" : "bad", mad_class_agent(1) >= 0,
+	       mad_class_agent(0x81) >= 0, mad_class_agent(3) >= 0,
+	       mad_class_agent(IB_CC_CLASS), mad_class_agent(0));
+	printf("register cc %d, again %d, unknown class %d\n",
+	       mad_register_client(IB_CC_CLASS, 0) ,
+	       mad_register_client(IB_CC_CLASS, 0), mad_register_client(0x77, 0));
+	printf("register server: known %d unknown %d\n",
+	       mad_register_server(IB_CC_CLASS, 0, NULL, 0) >= 0,
+	       mad_register_server(0x77, 0, NULL, 0));
+
+	ib_portid_t self = {0};
+	int pn = -1;
+	ibmad_gid_t gid;
+	int rc = ib_resolve_self(&self, &pn, &gid);
+	printf("resolve_self: rc %d lid %d port %d\n", rc, self.lid, pn);
+	ib_portid_t sm = {0};
+	rc = ib_resolve_smlid(&sm, 0);
+	printf("resolve_smlid: rc %d lid %d\n", rc, sm.lid);
+
+	/* the request as sent, captured by madrpc_save_mad (TID masked) */
+	uint8_t saved[IB_MAD_SIZE], buf[IB_SMP_DATA_SIZE] = {0};
+	ib_portid_t id = {0};
+	char path[] = "0,1";
+	str2drpath(&id.drpath, path, 0, 0);
+	memset(saved, 0xee, sizeof(saved));
+	madrpc_save_mad(saved, sizeof(saved));
+	uint8_t *r = smp_query(buf, &id, IB_ATTR_NODE_INFO, 0, 0);
+	memset(saved + 8, 0, 8);
+	printf("smp_query: %s\n", r ? "ok" : "fail");
+	hex("  request", saved, IB_MAD_SIZE);
+	if (r)
+		hex("  data", buf, IB_SMP_DATA_SIZE);
+
+	ib_portid_t lid = {0};
+	char lidstr[] = "2";
+	rc = ib_resolve_portid_str(&lid, lidstr, IB_DEST_LID, &sm);
+	printf("resolve_portid_str: rc %d %s\n", rc, portid2str(&lid));
+
+	/* a PortInfo Get through madrpc() with an explicit rpc */
+	ib_rpc_t rpc = {0};
+	rpc.mgtclass = IB_SMI_CLASS;
+	rpc.method = IB_MAD_METHOD_GET;
+	rpc.attr.id = IB_ATTR_PORT_INFO;
+	rpc.attr.mod = 1;
+	rpc.datasz = IB_SMP_DATA_SIZE;
+	rpc.dataoffs = IB_SMP_DATA_OFFS;
+	memset(buf, 0, sizeof(buf));
+	memset(saved, 0xee, sizeof(saved));
+	madrpc_save_mad(saved, 64);
+	r = madrpc(&rpc, &lid, buf, buf);
+	memset(saved + 8, 0, 8);
+	printf("madrpc: %s status 0x%x\n", r ? "ok" : "fail", rpc.rstatus);
+	hex("  request (64 bytes saved)", saved, IB_MAD_SIZE);
+
+	/* SA: a PathRecord for ourselves, a NodeRecord table read */
+	uint8_t rec[IB_SA_DATA_SIZE];
+	rc = ib_path_query(gid, gid, &sm, rec);
+	printf("ib_path_query: %d\n", rc);
+	ib_sa_call_t sa = {0};
+	memset(rec, 0, sizeof(rec));
+	sa.method = IB_MAD_METHOD_GET;
+	sa.attrid = IB_SA_ATTR_NODERECORD;
+	sa.mask = 1;
+	mad_set_field(rec, 0, IB_SA_NR_LID_F, 2);
+	r = sa_call(rec, &sm, &sa, 0);
+	printf("sa_call: %s recsz %u\n", r ? "ok" : "fail", sa.recsz);
+	if (r)
+		hex("  record", rec, IB_SA_NR_RECSZ);
+
+	/* (a class without an agent would crash umad2sim under Debian's
+	 * library: register it first) */
+	printf("register vendor class: %d\n", mad_register_client(0x0a, 0));
+	ib_vendor_call_t call = {0};
+	call.method = IB_MAD_METHOD_GET;
+	call.mgmt_class = 0x0a;
+	call.timeout = 100;
+	uint8_t vbuf[IB_MAD_SIZE] = {0};
+	printf("ib_vendor_call: %s\n",
+	       ib_vendor_call(vbuf, &lid, &call) ? "ok" : "fail");
+
+	/* one-way send and a receive that times out */
+	rpc.mgtclass = IB_PERFORMANCE_CLASS;
+	rpc.method = IB_MAD_METHOD_GET;
+	rpc.attr.id = IB_GSI_PORT_COUNTERS;
+	rpc.attr.mod = 0;
+	rpc.datasz = IB_PC_DATA_SZ;
+	rpc.dataoffs = IB_PC_DATA_OFFS;
+	rpc.timeout = 100;
+	ib_portid_t pma = {0};
+	ib_portid_set(&pma, 2, 1, IB_DEFAULT_QP1_QKEY);
+	printf("mad_send: %d\n", mad_send(&rpc, &pma, NULL, vbuf));
+	void *umad = mad_receive(NULL, 200);
+	printf("mad_receive: %s\n", umad ? "got one" : "nothing");
+	if (umad) {
+		uint8_t *m = umad_get_mad(umad);
+		printf("  class 0x%x method 0x%x attr 0x%x status 0x%x\n", m[1],
+		       m[3], mad_get_field(m, 0, IB_MAD_ATTRID_F),
+		       mad_get_field(m, 0, IB_MAD_STATUS_F));
+		mad_free(umad);
+	}
+	umad = mad_alloc();
+	printf("mad_alloc: %s\n", umad ? "ok" : "fail");
+	printf("mad_receive into buffer: %s\n",
+	       mad_receive(umad, 100) ? "got one" : "nothing");
+	mad_free(umad);
+	return 0;
+}
+
 typedef struct ibmad_ports_pair *(*open2_fn)(char *, int, int *, int,
 					      unsigned);
 typedef void (*close2_fn)(struct ibmad_ports_pair *);
@@ -408,6 +525,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (!strcmp(argv[1], "pair"))
 		return run_pair();
+	if (!strcmp(argv[1], "legacy"))
+		return run_legacy();
 
 	port = mad_rpc_open_port(NULL, 0, classes,
 				 sizeof(classes) / sizeof(classes[0]));
