@@ -17,8 +17,11 @@ function(rdma_shared_library target somajor version mapfile)
   set_target_properties(${target} PROPERTIES
     SOVERSION ${somajor} VERSION ${version}
     LINK_DEPENDS ${mapfile})
-  target_link_options(${target} PRIVATE
-    "LINKER:--version-script=${mapfile}" "LINKER:--no-undefined" "LINKER:-z,defs")
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${mapfile}")
+  # Sanitizer builds (RDMA_FUZZ) leave the runtime's symbols to the program.
+  if(NOT RDMA_FUZZ)
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined" "LINKER:-z,defs")
+  endif()
   install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
