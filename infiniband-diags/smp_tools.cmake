@@ -1,9 +1,41 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # The local-port and SMP tools: ibstat, ibaddr, smpquery, smpdump, sminfo,
-# ibportstate, ibroute, dump_fts; ibstatus is a script.
-foreach(tool ibstat ibaddr smpquery smpdump sminfo ibportstate ibroute dump_fts)
-  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${tool}.cpp)
-    rdma_sbin_executable(${tool} ${tool}.cpp)
-    target_link_libraries(${tool} PRIVATE ibdiags_common)
-  endif()
+# ibportstate, ibroute, dump_fts; ibstatus is a shell script.
+foreach(tool ibstat ibaddr smpquery smpdump sminfo ibportstate ibroute)
+  rdma_sbin_executable(${tool} ${tool}.cpp)
+  target_link_libraries(${tool} PRIVATE ibdiags_common)
 endforeach()
+rdma_sbin_executable(dump_fts dump_fts.cpp)
+target_link_libraries(dump_fts PRIVATE ibdiags_common ibnetdisc)
+
+# ibstatus: into build/bin like the programs, installed to sbin.
+configure_file(ibstatus ${CMAKE_BINARY_DIR}/bin/ibstatus COPYONLY)
+install(PROGRAMS ibstatus DESTINATION ${CMAKE_INSTALL_SBINDIR})
+
+rdma_man_pages(
+  man/infiniband-diags.8.md
+  man/ibstat.8.md
+  man/ibstatus.8.md
+  man/ibaddr.8.md
+  man/smpquery.8.md
+  man/smpdump.8.md
+  man/sminfo.8.md
+  man/ibportstate.8.md
+  man/ibroute.8.md
+  man/dump_fts.8.md)
+
+# Differential tests against Debian's tools (see tests/compare-smp.sh):
+# the switch-first example fabric without and with a subnet manager, a
+# two-port-HCA fabric, and a fabric whose local node is a CA.
+set(_smp_cmp ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-smp.sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/cases-smp.txt)
+rdma_fabric_test(NAME diags_smp TIMEOUT 900 COMMAND ${_smp_cmp})
+rdma_fabric_test(NAME diags_smp_sm SM TIMEOUT 900 COMMAND ${_smp_cmp})
+rdma_fabric_test(NAME diags_smp_2port SM TOPO net.2sw2path4hca2port
+  TIMEOUT 900 COMMAND ${_smp_cmp})
+rdma_fabric_test(NAME diags_smp_hcafirst SM
+  TOPO ${CMAKE_CURRENT_SOURCE_DIR}/tests/smp-hcafirst.topo
+  TIMEOUT 900 COMMAND ${_smp_cmp})
+add_test(NAME diags.ibstatus
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-ibstatus.sh
+          ${CMAKE_CURRENT_SOURCE_DIR}/ibstatus)
