@@ -208,6 +208,7 @@ class Walk {
                      std::chrono::milliseconds(uint64_t(cfg_.timeout_ms) * (cfg_.retries + 1) + 100);
         ++r.tries;
         ++sent_;
+        ++inflight_;
         by_trid_[r.trid] = &r;
         return 0;
     }
@@ -215,6 +216,7 @@ class Walk {
     // No answer, not even the kernel's timeout: the request failed.
     int retry_or_fail(Request& r) {
         by_trid_.erase(r.trid);
+        --inflight_;
         r.done = true;
         r.umad_status = ETIMEDOUT;
         return 0;
@@ -245,6 +247,7 @@ class Walk {
                         mad_get_field(mad, 0, IB_MAD_ATTRID_F) != attr_of(r.kind)))
             return 0;  // not the answer to this question: wait for one
         by_trid_.erase(it);
+        --inflight_;
         r.umad_status = status;
         std::memcpy(r.mad, mad, IB_MAD_SIZE);
         r.done = true;
@@ -253,12 +256,13 @@ class Walk {
 
     int loop() {
         while (true) {
-            while (wire_.size() < cfg_.max_smps && !queue_.empty()) {
+            // Keep the window full before handling anything, so the fabric
+            // works on the next requests while we digest replies.
+            while (inflight_ < cfg_.max_smps && !queue_.empty()) {
                 std::unique_ptr<Request> r = std::move(queue_.front());
                 queue_.pop_front();
-                if (int rc = send(*r)) {
+                if (int rc = send(*r))
                     return rc;
-                }
                 wire_.push_back(std::move(r));
             }
             if (wire_.empty())
@@ -277,8 +281,7 @@ class Walk {
                     return rc;
                 continue;
             }
-            // Requests behind the head may time out too; resend those now
-            // rather than after the head is settled.
+            // Requests behind the head may have expired too.
             for (auto& r : wire_)
                 if (!r->done && r.get() != &head && now >= r->deadline)
                     if (int rc = retry_or_fail(*r))
@@ -606,6 +609,7 @@ class Walk {
     int dr_agent_ = -1;
     size_t umad_len_ = IB_MAD_SIZE;
     unsigned sent_ = 0;
+    unsigned inflight_ = 0;  // sent and not answered
     uint64_t queued_total_ = 0;
     std::deque<std::unique_ptr<Request>> queue_;
     std::deque<std::unique_ptr<Request>> wire_;

@@ -5,6 +5,7 @@
  *
  *   ibnd_dump [-C ca] [-P port] [-f dr-path] [-H hops] [-s max_smps]
  *             [-e] [-p] [-l cache-in] [-w cache-out] [-n] [-m]
+ *             [-T timeout_ms] [-R retries]
  *   -e  IBND_CONFIG_MLX_EPI     -p  show_progress
  *   -n  do not write the cache with NO_OVERWRITE check (default overwrite)
  *   -m  also print total_mads_used
@@ -208,7 +209,7 @@ int main(int argc, char **argv)
 	struct ibnd_config cfg;
 	memset(&cfg, 0, sizeof(cfg));
 
-	while ((opt = getopt(argc, argv, "C:P:f:H:s:epl:w:nm")) != -1) {
+	while ((opt = getopt(argc, argv, "C:P:f:H:s:epl:w:nmT:R:")) != -1) {
 		switch (opt) {
 		case 'C': ca = optarg; break;
 		case 'P': port = atoi(optarg); break;
@@ -221,6 +222,8 @@ int main(int argc, char **argv)
 		case 'w': out = optarg; break;
 		case 'n': cache_flags = IBND_CACHE_FABRIC_FLAG_NO_OVERWRITE; break;
 		case 'm': show_mads = 1; break;
+		case 'T': cfg.timeout_ms = (unsigned)atoi(optarg); break;
+		case 'R': cfg.retries = (unsigned)atoi(optarg); break;
 		default: return 2;
 		}
 	}
