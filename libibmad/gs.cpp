@@ -59,11 +59,20 @@ IBMAD_EXPORT uint8_t *performance_reset_via(void *rcvbuf, ib_portid_t *dest,
 		warn("performance_reset_via", "only lid routed is supported");
 		return nullptr;
 	}
+	// the low 16 bits select counters in CounterSelect, the bits above
+	// go to CounterSelect2 (PortCounters: 8 bits, PortCountersExtended:
+	// 32 bits); no mask at all means every counter
+	uint32_t mask2 = mask ? mask >> 16 : 0xffff;
 	if (!mask)
 		mask = ~0u;
 	std::memset(rcvbuf, 0, IB_MAD_SIZE);
 	static_cast<uint8_t *>(rcvbuf)[off::pc_port_select] =
 		static_cast<uint8_t>(port);
 	put_be16(rcvbuf, off::pc_counter_select, mask & 0xffff);
+	if (id == IB_GSI_PORT_COUNTERS_EXT)
+		put_be32(rcvbuf, off::pc_ext_counter_select2, mask2);
+	else
+		static_cast<uint8_t *>(rcvbuf)[off::pc_counter_select2] =
+			static_cast<uint8_t>(mask2);
 	return pma_call(IB_MAD_METHOD_SET, rcvbuf, dest, id, timeout, srcport);
 }

@@ -108,7 +108,8 @@ constexpr std::size_t pi_gid_prefix = 8, pi_lid = 16, pi_sm_lid = 18,
 constexpr std::size_t pr_dgid = 8, pr_sgid = 24, pr_dlid = 40, pr_sl = 53,
 		      nr_lid = 0, nr_port_guid = 24;
 /* PortCounters and friends. */
-constexpr std::size_t pc_port_select = 1, pc_counter_select = 2;
+constexpr std::size_t pc_port_select = 1, pc_counter_select = 2,
+		      pc_counter_select2 = 18, pc_ext_counter_select2 = 4;
 } // namespace off
 
 } // namespace ibmad

@@ -38,6 +38,24 @@ static void hex(const char *what, const void *p, int n)
 	printf("\n");
 }
 
+
+/* madrpc_save_mad(): the next request sent is copied here; shown with the
+ * random transaction id masked, so both libraries' requests can be compared
+ * byte for byte */
+static uint8_t captured[IB_MAD_SIZE];
+
+static void capture_next(void)
+{
+	memset(captured, 0xee, sizeof(captured));
+	madrpc_save_mad(captured, sizeof(captured));
+}
+
+static void show_capture(const char *what)
+{
+	memset(captured + 8, 0, 8);
+	hex(what, captured, IB_MAD_SIZE);
+}
+
 static void show_portid(const char *what, int rc, ib_portid_t *id)
 {
 	printf("%s: rc %d", what, rc);
@@ -233,11 +251,17 @@ static int run_sm(void)
 	show_portid("resolve_gid(self)", rc, &target);
 
 	uint8_t rec[IB_SA_DATA_SIZE];
+	memset(rec, 0x77, sizeof(rec));
+	capture_next();
 	rc = ib_node_query_via(port, guid, &sm, rec);
+	show_capture("  request NodeRecord");
 	printf("node_query: rc %d lid %u\n", rc, mad_get_field(rec, 0, IB_SA_NR_LID_F));
 	rc = ib_node_query_via(port, 0x1234, &sm, rec);
 	printf("node_query unknown: lid %d\n", rc);
+	memset(rec, 0x66, sizeof(rec));
+	capture_next();
 	rc = ib_path_query_via(port, gid, gid, &sm, rec);
+	show_capture("  request PathRecord");
 	printf("path_query self: dlid %d\n", rc);
 	if (rc > 0)
 		hex("  record", rec, IB_SA_PR_RECSZ);
@@ -250,7 +274,9 @@ static int run_sm(void)
 	sa.mask = 1; /* LID */
 	sa.trid = 0;
 	mad_set_field(rec, 0, IB_SA_NR_LID_F, self.lid);
+	capture_next();
 	uint8_t *p = sa_rpc_call(port, rec, &sm, &sa, 0);
+	show_capture("  request SA");
 	printf("sa NodeRecord: %s recsz %u\n", p ? "ok" : "fail", sa.recsz);
 	if (p)
 		hex("  record", rec, IB_SA_NR_RECSZ);
@@ -269,7 +295,9 @@ static int run_sm(void)
 	ib_portid_t pma = {0};
 	ib_portid_set(&pma, ca_lid, 0, 0);
 	uint8_t pc[IB_MAD_SIZE] = {0};
+	capture_next();
 	p = pma_query_via(pc, &pma, 1, 0, IB_GSI_PORT_COUNTERS, port);
+	show_capture("  request PMA");
 	printf("pma PortCounters: %s qp %u qkey 0x%x errno %d\n",
 	       p ? "ok" : "fail", pma.qp, pma.qkey, p ? 0 : errno);
 	if (p)
@@ -278,11 +306,28 @@ static int run_sm(void)
 		       mad_get_field(pc, 0, IB_PC_COUNTER_SELECT_F),
 		       mad_get_field(pc, 0, IB_PC_ERR_SYM_F),
 		       mad_get_field(pc, 0, IB_PC_LINK_DOWNED_F));
+	memset(pc, 0x11, sizeof(pc));
+	capture_next();
 	p = pma_query_via(pc, &pma, 1, 0, IB_GSI_PORT_COUNTERS_EXT, port);
+	show_capture("  request PMA ext");
 	printf("pma PortCountersExt: %s\n", p ? "ok" : "fail");
+	capture_next();
 	p = performance_reset_via(pc, &pma, 1, 0, 0,
 				  IB_GSI_PORT_COUNTERS, port);
+	show_capture("  request reset");
 	printf("performance_reset: %s\n", p ? "ok" : "fail");
+	capture_next();
+	p = performance_reset_via(pc, &pma, 2, 0x12345678, 0,
+				  IB_GSI_PORT_COUNTERS, port);
+	show_capture("  request reset mask");
+	capture_next();
+	p = performance_reset_via(pc, &pma, 1, 0, 0,
+				  IB_GSI_PORT_COUNTERS_EXT, port);
+	show_capture("  request reset ext");
+	capture_next();
+	p = performance_reset_via(pc, &pma, 1, 0xabcd1234, 0,
+				  IB_GSI_PORT_COUNTERS_EXT, port);
+	show_capture("  request reset ext mask");
 	ib_portid_t nolid = {0};
 	nolid.lid = -1;
 	p = pma_query_via(pc, &nolid, 1, 0, IB_GSI_PORT_COUNTERS, port);
@@ -304,11 +349,19 @@ static int run_sm(void)
 	call.mgmt_class = 0x09;
 	call.attrid = 0x10;
 	call.timeout = 200;
+	call.attrid = 0x10;
+	call.mod = 0x12345678;
+	memset(vbuf, 0xa5, sizeof(vbuf));
+	capture_next();
 	p = ib_vendor_call_via(vbuf, &v, &call, port);
+	show_capture("  request vendor range1");
 	printf("vendor range1: %s\n", p ? "ok" : "fail");
 	call.mgmt_class = IB_VENDOR_OPENIB_PING_CLASS;
 	call.oui = IB_OPENIB_OUI;
+	memset(vbuf, 0x5a, sizeof(vbuf));
+	capture_next();
 	p = ib_vendor_call_via(vbuf, &v, &call, port);
+	show_capture("  request vendor range2");
 	printf("vendor range2: %s\n", p ? "ok" : "fail");
 	call.mgmt_class = 0x20;
 	p = ib_vendor_call_via(vbuf, &v, &call, port);
@@ -324,18 +377,33 @@ static int run_sm(void)
 	bm.attrid = IB_BM_ATTR_BKEYINFO;
 	bm.timeout = 200;
 	bm.bkey = 0x0102030405060708ull;
+	memset(vbuf, 0x3c, sizeof(vbuf));
+	capture_next();
 	p = bm_call_via(vbuf, &v, &bm, port);
+	show_capture("  request bm");
 	printf("bm: %s\n", p ? "ok" : "fail");
 	p = bm_call_via(vbuf, &vdr, &bm, port);
 	printf("bm by DR: %s\n", p ? "ok" : "fail");
 	int status = -1;
+	capture_next();
 	void *cp = cc_query_status_via(vbuf, &v, IB_CC_ATTR_CONGESTION_INFO, 0,
-				       200, &status, port, 0);
+				       200, &status, port, 0x0102030405060708ull);
+	show_capture("  request cc query");
 	printf("cc query: %s status 0x%x\n", cp ? "ok" : "fail", status);
 	status = -1;
+	memset(vbuf, 0x99, sizeof(vbuf));
+	capture_next();
 	cp = cc_config_status_via(vbuf, vbuf, &v,
 				  IB_CC_ATTR_CONGESTION_KEY_INFO, 0, 200,
 				  &status, port, 0x55);
+	show_capture("  request cc config");
+	status = -1;
+	memset(vbuf, 0x88, sizeof(vbuf));
+	capture_next();
+	cp = cc_query_status_via(vbuf, &v, IB_CC_ATTR_CONGESTION_LOG, 0, 200,
+				 &status, port, 0);
+	show_capture("  request cc log");
+	printf("cc log: %s status 0x%x\n", cp ? "ok" : "fail", status);
 	printf("cc config: %s status 0x%x\n", cp ? "ok" : "fail", status);
 	return 0;
 }
