@@ -183,7 +183,48 @@ static int run_smp(void)
 	       mad_rpc_class_agent(port, 0), mad_rpc_class_agent(port, 0x99));
 	smp_mkey_set(port, 0x1122334455667788ull);
 	printf("mkey 0x%llx\n", (unsigned long long)smp_mkey_get(port));
+	/* requests as sent: a Get with an M_Key, Sets by DR and by LID (to
+	 * places that do not answer, so the fabric stays as it is) */
+	uint8_t data[IB_SMP_DATA_SIZE];
+	for (int i = 0; i < IB_SMP_DATA_SIZE; i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	ib_portid_t id = {0};
+	char p1[] = "0,1";
+	str2drpath(&id.drpath, p1, 0, 0);
+	capture_next();
+	printf("get with mkey: %s\n",
+	       smp_query_via(data, &id, IB_ATTR_NODE_INFO, 0, 0, port) ? "ok"
+									 : "fail");
+	show_capture("  request");
 	smp_mkey_set(port, 0);
+	for (int i = 0; i < IB_SMP_DATA_SIZE; i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	char p2[] = "0,1,9,4";
+	memset(&id, 0, sizeof(id));
+	str2drpath(&id.drpath, p2, 0, 0);
+	capture_next();
+	int status = -1;
+	printf("set by DR: %s\n",
+	       smp_set_status_via(data, &id, IB_ATTR_PORT_INFO, 2, 0, &status,
+				  port) ? "ok" : "fail");
+	show_capture("  request");
+	memset(&id, 0, sizeof(id));
+	ib_portid_set(&id, 700, 0, 0);
+	capture_next();
+	printf("set by LID: %s\n",
+	       smp_set_via(data, &id, IB_ATTR_SWITCH_INFO, 0, 100, port) ? "ok"
+									  : "fail");
+	show_capture("  request");
+	/* DR with DrSLID/DrDLID: LID-routed part then directed */
+	memset(&id, 0, sizeof(id));
+	char p3[] = "0,3";
+	str2drpath(&id.drpath, p3, 5, 0);
+	id.lid = 6;
+	capture_next();
+	printf("DR with slid: %s\n",
+	       smp_query_via(data, &id, IB_ATTR_NODE_INFO, 0, 100, port) ? "ok"
+									    : "fail");
+	show_capture("  request");
 	return 0;
 }
 
