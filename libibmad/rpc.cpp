@@ -478,6 +478,7 @@ namespace {
 // the public entry point, given as func.
 template <typename Opener, typename Keep>
 struct ibmad_port *open_port(const char *func, char *dev_name, int dev_port,
+			     const char *shown_name, int shown_port,
 			     int *mgmt_classes, int num_classes, Opener opener,
 			     Keep keep)
 {
@@ -508,7 +509,7 @@ struct ibmad_port *open_port(const char *func, char *dev_name, int dev_port,
 	int port_id = opener(dev_name, dev_port);
 	if (port_id < 0) {
 		warn(func, "can't open UMAD port (%s:%d)",
-		     dev_name ? dev_name : "(null)", dev_port);
+		     shown_name ? shown_name : "(null)", shown_port);
 		if (!errno)
 			errno = EIO;
 		std::free(p);
@@ -545,8 +546,8 @@ IBMAD_EXPORT struct ibmad_port *mad_rpc_open_port(char *dev_name, int dev_port,
 						  int num_classes)
 {
 	return open_port(
-		"mad_rpc_open_port", dev_name, dev_port, mgmt_classes,
-		num_classes,
+		"mad_rpc_open_port", dev_name, dev_port, dev_name, dev_port,
+		mgmt_classes, num_classes,
 		[](char *name, int port) { return umad_open_port(name, port); },
 		[](int) { return true; });
 }
@@ -619,22 +620,23 @@ mad_rpc_open_port2(char *dev_name, int dev_port, int *mgmt_classes,
 	auto get_pair = umad_symbol<get_pair_fn>(
 		"umad_get_smi_gsi_pair_by_ca_name");
 	auto open_smi = umad_symbol<open_smi_fn>("umad_open_smi_port");
-	if (get_pair) {
-		// no name: the port umad_open_port() would pick (first CA,
-		// first active port when dev_port is 0), then its pair
-		char default_name[UMAD_CA_NAME_LEN] = {};
-		const char *name = dev_name;
-		int portnum = dev_port;
-		if (!name || !*name) {
-			umad_port_t up{};
-			if (umad_get_port(nullptr, dev_port, &up) == 0) {
-				std::memcpy(default_name, up.ca_name,
-					    sizeof(default_name) - 1);
-				portnum = up.portnum;
-				umad_release_port(&up);
-				name = default_name;
-			}
+	// no name: the port umad_open_port() would pick (first CA, first
+	// active port when dev_port is 0), then its pair
+	char default_name[UMAD_CA_NAME_LEN] = {};
+	const char *name = dev_name;
+	int portnum = dev_port;
+	if (!name || !*name) {
+		umad_port_t up{};
+		if (umad_get_port(nullptr, dev_port, &up) == 0) {
+			std::memcpy(default_name, up.ca_name,
+				    sizeof(default_name) - 1);
+			portnum = up.portnum;
+			umad_release_port(&up);
+			name = default_name;
 		}
+	}
+
+	if (get_pair) {
 		if (get_pair(name, static_cast<uint8_t>(portnum), &pair,
 			     enforce_smi) < 0) {
 			warn("mad_rpc_open_port2",
@@ -646,12 +648,12 @@ mad_rpc_open_port2(char *dev_name, int dev_port, int *mgmt_classes,
 		}
 	} else {
 		// no SMI/GSI separation known: the device serves both
-		if (dev_name)
+		if (name)
 			std::snprintf(pair.smi_name, sizeof(pair.smi_name),
-				      "%s", dev_name);
+				      "%s", name);
 		std::memcpy(pair.gsi_name, pair.smi_name, UMAD_CA_NAME_LEN);
 		pair.smi_preferred_port = pair.gsi_preferred_port =
-			static_cast<uint32_t>(dev_port);
+			static_cast<uint32_t>(portnum);
 	}
 
 	auto *pp = static_cast<ports_pair *>(std::calloc(1, sizeof(ports_pair)));
@@ -667,11 +669,17 @@ mad_rpc_open_port2(char *dev_name, int dev_port, int *mgmt_classes,
 	if (want_smi) {
 		pp->smi.port = open_port(
 			"mad_rpc_open_port2", smi_name,
-			static_cast<int>(pair.smi_preferred_port),
-			mgmt_classes, num_classes,
+			static_cast<int>(pair.smi_preferred_port), dev_name,
+			dev_port, mgmt_classes, num_classes,
 			[open_smi](char *name, int port) {
-				return open_smi ? open_smi(name, port)
-						: umad_open_port(name, port);
+				int fd = open_smi ? open_smi(name, port)
+						  : umad_open_port(name, port);
+				if (fd < 0)
+					warn("get_smi_gsi_pair",
+					     "Can't open SMI UMAD port (%s) (%s:%d)",
+					     std::strerror(-fd),
+					     name ? name : "(null)", port);
+				return fd;
 			},
 			is_smi_class);
 		if (!pp->smi.port) {
@@ -685,9 +693,17 @@ mad_rpc_open_port2(char *dev_name, int dev_port, int *mgmt_classes,
 
 	pp->gsi.port = open_port(
 		"mad_rpc_open_port2", gsi_name,
-		static_cast<int>(pair.gsi_preferred_port), mgmt_classes,
-		num_classes,
-		[](char *name, int port) { return umad_open_port(name, port); },
+		static_cast<int>(pair.gsi_preferred_port), dev_name, dev_port,
+		mgmt_classes, num_classes,
+		[](char *name, int port) {
+			int fd = umad_open_port(name, port);
+			if (fd < 0)
+				warn("get_smi_gsi_pair",
+				     "Can't open GSI UMAD port (%s) (%s:%d)",
+				     std::strerror(-fd), name ? name : "(null)",
+				     port);
+			return fd;
+		},
 		[](int mgmt) { return !is_smi_class(mgmt); });
 	if (!pp->gsi.port) {
 		int err = errno;

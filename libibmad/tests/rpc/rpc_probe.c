@@ -592,6 +592,9 @@ static int run_pair(void)
 		printf("open_port2 failed: %s\n", strerror(errno));
 		return 1;
 	}
+	printf("smi '%s' gsi '%s'\n", pp->smi.ca_name, pp->gsi.ca_name);
+	if (!pp->smi.ca_name[0] || strcmp(pp->smi.ca_name, pp->gsi.ca_name))
+		printf("names: unexpected (one legacy device serves both)\n");
 	printf("smi %s: smp agent %d, perf agent %d\n",
 	       pp->smi.port ? "open" : "none",
 	       pp->smi.port ? mad_rpc_class_agent(pp->smi.port, 0x81) >= 0 : -1,
@@ -602,7 +605,8 @@ static int run_pair(void)
 	       pp->gsi.port ? mad_rpc_class_agent(pp->gsi.port, 4) >= 0 : -1);
 	ib_portid_t id = {0};
 	uint8_t buf[64] = {0};
-	int failed = 0;
+	int failed = !pp->smi.ca_name[0] ||
+		     strcmp(pp->smi.ca_name, pp->gsi.ca_name) != 0;
 	if (!pp->smi.port || !pp->gsi.port ||
 	    mad_rpc_class_agent(pp->smi.port, 0x81) < 0 ||
 	    mad_rpc_class_agent(pp->gsi.port, 4) < 0 ||
