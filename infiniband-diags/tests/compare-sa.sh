@@ -17,7 +17,9 @@
 # (see normalize): pids, the data/packet counters that our own MADs move,
 # opensm's activity count, ping round-trip times, and the fields that the
 # simulated SA fills from uninitialized memory (some SL2VL tables, a
-# PathRecord's preference and reserved bytes).
+# PathRecord's packet lifetime, preference and reserved bytes: the
+# records past the data of a short answer are read from whatever
+# umad2sim left in the receive buffer).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cases=${1:-$here/cases-sa.txt}
@@ -41,7 +43,7 @@ normalize() {
         -e 's/^(Port(Unicast|Multicast)(Xmit|Rcv)Pkts:\.*)[0-9]+$/\1N/' \
         -e 's/^(\t\tActCount\.*)[0-9]+$/\1N/' \
         -e 's/^(\t\tVL:)[ 0-9|]+$/\1N/' \
-        -e 's/^(\t\t(preference|resv2)\.*)0x[0-9A-F]+$/\1N/' \
+        -e 's/^(\t\t(pkt_life|preference|resv2)\.*)0x[0-9A-F]+$/\1N/' \
         -e 's/time [0-9]+(\.[0-9]+)? ms/time N ms/' \
         -e 's|^rtt min/avg/max = .*|rtt min/avg/max = N|' \
         "$1"
