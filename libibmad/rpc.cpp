@@ -157,19 +157,20 @@ int do_madrpc(int port_id, void *sndbuf, void *rcvbuf, int agentid, int len,
 			return -1;
 		}
 
+		// A timeout of 0 or less would make umad_recv() wait forever
+		// and the simulator never answers for a lost request: wait the
+		// default time then.
+		const int wait_total = timeout > 0 ? timeout : MAD_DEF_TIMEOUT_MS;
 		const auto deadline = clock_type::now() +
-				      std::chrono::milliseconds(timeout > 0 ? timeout : 0);
+				      std::chrono::milliseconds(wait_total);
 		int length;
 		for (;;) {
-			int wait_ms = -1;
-			if (timeout > 0) {
-				auto left = std::chrono::duration_cast<
-					std::chrono::milliseconds>(
-					deadline - clock_type::now());
-				wait_ms = left.count() > 0
-						  ? static_cast<int>(left.count())
-						  : 0;
-			}
+			auto left = std::chrono::duration_cast<
+				std::chrono::milliseconds>(deadline -
+							   clock_type::now());
+			int wait_ms = left.count() > 0
+					      ? static_cast<int>(left.count())
+					      : 0;
 			std::memset(rcvbuf, 0, umad_size() + IB_MAD_SIZE);
 			length = len;
 			int rc = wait_ms == 0 ? (errno = ETIMEDOUT, -1)

@@ -174,6 +174,25 @@ TEST_F(Hostile, FloodOfStrangersTimesOut)
 		<< err;
 }
 
+// A zero or negative timeout must not mean "wait forever".
+TEST_F(Hostile, NonPositiveTimeoutStillEnds)
+{
+	fake.responder = [&](const uint8_t *req, Reply &r) {
+		r.umad = reply_to(req);
+		r.length = IB_MAD_SIZE;
+		r.umad[umad_size() + 12] ^= 1; // never the right TID
+		return true;
+	};
+	mad_rpc_set_timeout(port, -5);
+	mad_rpc_set_retries(port, 1);
+	ib_portid_t id{};
+	testing::internal::CaptureStderr();
+	double t = timed([&] { EXPECT_EQ(nullptr, query(&id)); });
+	testing::internal::GetCapturedStderr();
+	EXPECT_LT(t, 5.0);
+	EXPECT_EQ(-5, fake.send_timeout);
+}
+
 TEST_F(Hostile, TruncatedAndEchoedRepliesAreRejected)
 {
 	int n = 0;
