@@ -9,11 +9,15 @@ foreach(tool saquery perfquery ibtracert ibping ibsysstat vendstat ibccquery ibc
   endif()
 endforeach()
 
+set(sa_tools_pages)
 foreach(page saquery perfquery ibtracert ibping ibsysstat vendstat ibccquery ibccconfig)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/man/${page}.8.md)
-    rdma_man_pages(man/${page}.8.md)
+    list(APPEND sa_tools_pages man/${page}.8.md)
   endif()
 endforeach()
+if(sa_tools_pages)
+  rdma_man_pages(${sa_tools_pages})
+endif()
 
 # Ours against the reference on simulated fabrics (tests/compare-sa.sh).
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh)
