@@ -17,8 +17,6 @@ set(IBMAD_RPC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/smp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/vendor.cpp
 )
-# the rpc half needs dlsym() for the libibumad 1.4 SMI/GSI pair calls
-set(IBMAD_RPC_LIBS ${CMAKE_DL_LIBS})
 
 # Link what the RPC half needs once libibmad/CMakeLists.txt has made the
 # target: dlsym() for the libibumad 1.4 calls, and, while libibumad.so.3 is
