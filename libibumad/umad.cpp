@@ -12,6 +12,7 @@
 #include <infiniband/umad.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -618,14 +619,22 @@ UMAD_EXPORT int umad_close_port(int fd)
 	return 0;
 }
 
+// Without the P_Key-index ABI (before a port is opened, or on a kernel
+// refusing IB_USER_MAD_ENABLE_PKEY) the kernel's header ends 8 bytes
+// earlier, where pkey_index and the reserved bytes would start; the MAD
+// follows it there.
+constexpr size_t kOldHeaderSize = offsetof(ib_user_mad, addr) + offsetof(ib_mad_addr_t, pkey_index);
+static_assert(kOldHeaderSize + 8 == sizeof(ib_user_mad), "umad header layout");
+
 UMAD_EXPORT void *umad_get_mad(void *umad)
 {
-	return static_cast<ib_user_mad *>(umad)->data;
+	auto *mad = static_cast<ib_user_mad *>(umad);
+	return g_pkey_api ? static_cast<void *>(mad->data) : static_cast<void *>(&mad->addr.pkey_index);
 }
 
 UMAD_EXPORT size_t umad_size(void)
 {
-	return sizeof(struct ib_user_mad);
+	return g_pkey_api ? sizeof(struct ib_user_mad) : kOldHeaderSize;
 }
 
 UMAD_EXPORT int umad_status(void *umad)
@@ -754,14 +763,17 @@ UMAD_EXPORT int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 		*length = static_cast<size_t>(n) > umad_size() ? static_cast<int>(n - umad_size()) : 0;
 		return static_cast<int>(mad->agent_id);
 	}
-	// Nothing queued on a non-blocking fd. The reference also accepts a
-	// read() that returns -EWOULDBLOCK itself (umad2sim does that).
-	if ((n < 0 && errno == EWOULDBLOCK) || n == -EWOULDBLOCK) {
-		errno = EWOULDBLOCK;
+	// umad2sim's read() returns -EWOULDBLOCK itself when nothing is queued;
+	// the reference accepts that form.
+	if (n == -EWOULDBLOCK) {
+		if (!errno)
+			errno = EWOULDBLOCK;
 		return -EWOULDBLOCK;
 	}
 	// ENOSPC: the MAD (an RMPP reassembly) is longer than the buffer; the
-	// kernel reports its length in the header so the caller can retry.
+	// kernel reports its length in the header so the caller can retry. On
+	// other errors (EAGAIN from a real non-blocking fd) *length is set from
+	// the same header all the same, as the reference does.
 	UDEBUG("umad_recv", "read returned %zu > sizeof umad %zu + length %d (%m)",
 	       static_cast<size_t>(mad->length) - umad_size(), umad_size(), *length);
 	*length = static_cast<int>(mad->length - umad_size());

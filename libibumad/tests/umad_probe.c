@@ -138,7 +138,12 @@ static void build_dr_nodeinfo(void *umad, const uint8_t *path, int len, uint64_t
 
 static int probe_mad(void)
 {
+	char scratch[128];
+	printf("before open: size %zu mad offset %td\n", umad_size(),
+	       (char *)umad_get_mad(scratch) - scratch);
 	int fd = umad_open_port(NULL, 0);
+	printf("after open: size %zu mad offset %td\n", umad_size(),
+	       (char *)umad_get_mad(scratch) - scratch);
 	printf("open_port(NULL, 0) = %s\n", fd >= 0 ? "fd" : "error");
 	if (fd < 0)
 		return 1;
