@@ -26,3 +26,14 @@ if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh)
   rdma_fabric_test(NAME sa_tools.net2sw_sm SM COMMAND
     ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh TIMEOUT 1800)
 endif()
+
+# The same on a generated two-level fat tree (48 hosts, 12 switches).
+set(sa_fattree ${CMAKE_CURRENT_BINARY_DIR}/sa-fattree-8x4x6.topo)
+execute_process(COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/fabric/topo/gen-fattree.py
+                        --leaves 8 --spines 4 --hosts 6
+                OUTPUT_FILE ${sa_fattree} RESULT_VARIABLE sa_fattree_rc)
+if(sa_fattree_rc EQUAL 0 AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/cases-sa-fattree.txt)
+  rdma_fabric_test(NAME sa_tools.fattree_sm SM TOPO ${sa_fattree} TIMEOUT 900 COMMAND
+    ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-sa.sh
+    ${CMAKE_CURRENT_SOURCE_DIR}/tests/cases-sa-fattree.txt)
+endif()
