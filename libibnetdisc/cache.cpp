@@ -242,6 +242,12 @@ bool rebuild(Image& img, Fabric* f) {
             // dangling; we do the same but keep it for ibnd_destroy_fabric.
             f->extra->orphans.push_back(it->port);
             it->placed = true;
+        } else if (owner->node->numports < it->port->portnum ||
+                   owner->node->ports[it->port->portnum] != it->port) {
+            // listed by one node, owned by another: no discovery writes
+            // that, and applications rely on port->node->ports[n] == port
+            IBND_DBG(cache, 594, "Cache invalid: cannot find node\n");
+            return false;
         }
         it->port->node = owner->node;
         if (it->has_peer) {
