@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -67,6 +68,22 @@ void put32(uint8_t *p, uint32_t v)
 	p[2] = uint8_t(v >> 8); p[3] = uint8_t(v);
 }
 void put64(uint8_t *p, uint64_t v) { put32(p, uint32_t(v >> 32)); put32(p + 4, uint32_t(v)); }
+
+// A copy of record i, zero-padded: an SA answer with an absurd attribute
+// offset or count can't make a dump read past what arrived.
+struct RecBuf {
+	uint8_t b[256] = {};
+	const uint8_t *data() const { return b; }
+};
+RecBuf fetch(SaResult &r, unsigned i)
+{
+	RecBuf rb;
+	const auto *p = static_cast<const uint8_t *>(r.record(i));
+	size_t off = size_t(p - r.mad.data());
+	if (off < r.mad.size())
+		memcpy(rb.b, p, std::min(sizeof rb.b, r.mad.size() - off));
+	return rb;
+}
 
 struct GidStr {
 	char s[INET6_ADDRSTRLEN];
@@ -324,7 +341,8 @@ void dump_multicast_member_record(const uint8_t *m, SaResult &nodes)
 
 	// The member's port GUID (its GID's interface id) names its node.
 	for (unsigned i = 0; i < nodes.result_cnt; i++) {
-		NodeRec nr{static_cast<const uint8_t *>(nodes.record(i))};
+		RecBuf rb = fetch(nodes, i);
+		NodeRec nr{rb.data()};
 		if (!memcmp(nr.ni() + 20, m + 24, 8)) {
 			node_name = nr.name();
 			break;
@@ -596,8 +614,10 @@ using DumpFn = void(const uint8_t *, QueryParams &);
 
 void dump_results(SaResult &r, DumpFn *dump, QueryParams &p)
 {
-	for (unsigned i = 0; i < r.result_cnt; i++)
-		dump(static_cast<const uint8_t *>(r.record(i)), p);
+	for (unsigned i = 0; i < r.result_cnt; i++) {
+		RecBuf rb = fetch(r, i);
+		dump(rb.data(), p);
+	}
 }
 
 // A GetTable query; prints the reference's complaints on failure.
@@ -641,7 +661,8 @@ int get_lid_from_name(const char *name, uint16_t *lid)
 	if (ret)
 		return ret;
 	for (unsigned i = 0; i < result.result_cnt; i++) {
-		NodeRec nr{static_cast<const uint8_t *>(result.record(i))};
+		RecBuf rb = fetch(result, i);
+		NodeRec nr{rb.data()};
 		if (name && !strncmp(name, reinterpret_cast<const char *>(nr.p + 44), 64)) {
 			*lid = nr.lid();
 			return 0;
@@ -729,7 +750,8 @@ int print_node_records()
 		printf("================\n");
 	}
 	for (unsigned i = 0; i < result.result_cnt; i++) {
-		const auto *rec = static_cast<const uint8_t *>(result.record(i));
+		RecBuf rb = fetch(result, i);
+		const uint8_t *rec = rb.data();
 		NodeRec nr{rec};
 		if (node_print_desc == NodePrint::AllDesc) {
 			print_node_desc(rec);
@@ -872,9 +894,10 @@ int print_multicast_member_records()
 	ret = get_all_records(kAttrNodeRecord, nodes);
 	if (ret)
 		return ret;
-	for (unsigned i = 0; i < groups.result_cnt; i++)
-		dump_multicast_member_record(
-			static_cast<const uint8_t *>(groups.record(i)), nodes);
+	for (unsigned i = 0; i < groups.result_cnt; i++) {
+		RecBuf rb = fetch(groups, i);
+		dump_multicast_member_record(rb.data(), nodes);
+	}
 	return 0;
 }
 
@@ -1236,7 +1259,8 @@ int query_sa_cpi(QueryParams &p)
 		sa_report_err(int(result.status));
 		return EIO;
 	}
-	memcpy(p.cpi, result.record(0), sizeof p.cpi);
+	RecBuf rb = fetch(result, 0);
+	memcpy(p.cpi, rb.data(), sizeof p.cpi);
 	return 0;
 }
 
