@@ -337,7 +337,11 @@ std::string trim(const std::string &s)
 	return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
-std::set<std::string> read_extras(const std::string &path)
+// An extras file lists keys only ours has, one per line, and keys whose
+// value the newer upstream changed on purpose: "changed KEY = VALUE" (ours
+// must hold exactly VALUE there).
+std::set<std::string> read_extras(const std::string &path,
+				  std::map<std::string, long long> &changed)
 {
 	std::set<std::string> keys;
 	if (path.empty())
@@ -351,6 +355,13 @@ std::set<std::string> read_extras(const std::string &path)
 		auto hash = line.find('#', line.rfind("#define ", 0) == 0 ? 1 : 0);
 		if (hash != std::string::npos)
 			line = trim(line.substr(0, hash));
+		if (line.rfind("changed ", 0) == 0) {
+			auto eq = line.rfind(" = ");
+			EXPECT_NE(eq, std::string::npos) << "bad changed line: " << line;
+			if (eq != std::string::npos)
+				changed[trim(line.substr(8, eq - 8))] = std::stoll(trim(line.substr(eq + 3)), nullptr, 0);
+			continue;
+		}
 		if (!line.empty())
 			keys.insert(line);
 	}
@@ -363,7 +374,8 @@ TEST(Layout, @NAME@)
 {
 	auto ref = to_map(@REF@, @REF@_count);
 	auto ours = to_map(@OURS@, @OURS@_count);
-	auto extras = read_extras("@EXTRAS@");
+	std::map<std::string, long long> changed;
+	auto extras = read_extras("@EXTRAS@", changed);
 	unsigned long compared = 0;
 
 	for (const auto &[key, value] : ref) {
@@ -374,6 +386,15 @@ TEST(Layout, @NAME@)
 			continue;
 		}
 		compared++;
+		auto ch = changed.find(key);
+		if (ch != changed.end()) {
+			if (it->second != ch->second)
+				ADD_FAILURE() << "changed key " << key << ": ours " << it->second
+					      << ", expected " << ch->second << " (reference " << value << ")";
+			else if (it->second == value)
+				ADD_FAILURE() << "changed key equals the reference: " << key;
+			continue;
+		}
 		if (it->second != value)
 			ADD_FAILURE() << "mismatch: " << key << ": ours "
 				      << it->second << ", reference " << value;
@@ -382,6 +403,9 @@ TEST(Layout, @NAME@)
 		if (!ref.count(key) && !extras.count(key))
 			ADD_FAILURE() << "only in ours and not listed as an extra: "
 				      << key << " = " << value;
+	for (const auto &[key, value] : changed)
+		if (!ref.count(key) || !ours.count(key))
+			ADD_FAILURE() << "changed key not in both: " << key;
 	for (const auto &key : extras) {
 		if (!ours.count(key))
 			ADD_FAILURE() << "stale extra (not in ours): " << key;
