@@ -373,20 +373,21 @@ class Walk {
     void debug_port(const ib_portid_t& path, ibnd_port_t* port) {
         if (!debugging())
             return;
-        char width[64], speed[64], espeed_s[64];
+        char width[64], speed[64];
         int iwidth = static_cast<int>(mad_get_field(port->info, 0, IB_PORT_LINK_WIDTH_ACTIVE_F));
         int ispeed = static_cast<int>(mad_get_field(port->info, 0, IB_PORT_LINK_SPEED_ACTIVE_F));
         int fdr10 = static_cast<int>(mad_get_field(port->ext_info, 0, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F));
-        int espeed = ext_speed(port);
+        // The reference formats the extended speed into the same buffer as
+        // the speed, and the speed is written last: both columns show the
+        // speed.  Its debug lines are reproduced as printed.
+        mad_dump_val(IB_PORT_LINK_WIDTH_ACTIVE_F, width, 64, &iwidth);
+        mad_dump_val(IB_PORT_LINK_SPEED_ACTIVE_F, speed, 64, &ispeed);
         IBND_DBG(discover, 184,
                  "portid %s portnum %d: base lid %d state %d physstate %d %s %s %s %s\n",
                  portid2str(const_cast<ib_portid_t*>(&path)), port->portnum, port->base_lid,
                  mad_get_field(port->info, 0, IB_PORT_STATE_F),
-                 mad_get_field(port->info, 0, IB_PORT_PHYS_STATE_F),
-                 mad_dump_val(IB_PORT_LINK_WIDTH_ACTIVE_F, width, 64, &iwidth),
-                 mad_dump_val(IB_PORT_LINK_SPEED_ACTIVE_F, speed, 64, &ispeed),
-                 (fdr10 & kFdr10) ? "FDR10" : "",
-                 mad_dump_val(IB_PORT_LINK_SPEED_EXT_ACTIVE_F, espeed_s, 64, &espeed));
+                 mad_get_field(port->info, 0, IB_PORT_PHYS_STATE_F), width, speed,
+                 (fdr10 & kFdr10) ? "FDR10" : "", speed);
     }
 
     // LinkSpeedExtActive when the capability mask (port 0's on a switch)
