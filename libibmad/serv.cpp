@@ -62,7 +62,9 @@ IBMAD_EXPORT int mad_respond_via(void *umad, ib_portid_t *portid,
 	}
 	auto *mad = static_cast<uint8_t *>(umad_get_mad(umad));
 	ib_portid_t rport{};
-	ib_rpc_t rpc{};
+	// the CC class is encoded from an ib_rpc_cc_t: room for its key
+	ib_rpc_cc_t rpc_cc{};
+	ib_rpc_t &rpc = *reinterpret_cast<ib_rpc_t *>(&rpc_cc);
 
 	if (!portid) {
 		ib_mad_addr_t *addr = umad_get_mad_addr(umad);
@@ -100,6 +102,8 @@ IBMAD_EXPORT int mad_respond_via(void *umad, ib_portid_t *portid,
 			  mad[off::vendor_oui + 2];
 	rpc.trid = get_be64(mad, off::trid);
 	rpc.rstatus = rstatus;
+	if (rpc.mgtclass == IB_CC_CLASS)
+		rpc_cc.cckey = get_be64(mad, off::cc_key); // answer with its key
 
 	bool smi = rpc.mgtclass == IB_SMI_CLASS ||
 		   rpc.mgtclass == IB_SMI_DIRECT_CLASS;
