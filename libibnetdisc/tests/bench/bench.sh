@@ -16,6 +16,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 "$src/tests/fabric/topo/gen-fattree.py" "$@" > "$work/ft.topo"
 gcc -shared -fPIC -O2 -o "$work/count_mads.so" "$here/count_mads.c" -ldl
+gcc -O2 -I"$src/libibnetdisc/include" -o "$work/bench_discover" "$here/bench_discover.c" \
+    /usr/lib/x86_64-linux-gnu/libibnetdisc.so.5
 mkdir -p "$work/ours"
 ln -s "$build/lib/libibnetdisc.so.5" "$work/ours/libibnetdisc.so.5"
 export BENCH_WORK=$work BENCH_ROUNDS=$rounds
@@ -44,6 +46,15 @@ export BENCH_WORK=$work BENCH_ROUNDS=$rounds
         echo "ibnetdiscover output: identical" || echo "ibnetdiscover output: DIFFERENT"
     for o in 2 4 8 16 32; do
         run "ibnetdiscover-ours -o $o" $BENCH_WORK/ours ibnetdiscover -o $o
+    done
+    echo "ibnd_discover_fabric alone, $((BENCH_ROUNDS * 3)) discoveries in one process:"
+    for o in 0 16; do
+        echo -n "  reference max_smps=$o: "
+        LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu LD_PRELOAD=$SIM_PRELOAD \
+            $BENCH_WORK/bench_discover $((BENCH_ROUNDS * 3)) $o 2>/dev/null
+        echo -n "  ours      max_smps=$o: "
+        LD_LIBRARY_PATH=$BENCH_WORK/ours LD_PRELOAD=$SIM_PRELOAD \
+            $BENCH_WORK/bench_discover $((BENCH_ROUNDS * 3)) $o 2>/dev/null
     done
     read tr mr < $BENCH_WORK/ibnetdiscover-reference.res
     read to mo < $BENCH_WORK/ibnetdiscover-ours.res
