@@ -36,6 +36,9 @@ rdma_fabric_test(NAME diags_smp_2port SM TOPO net.2sw2path4hca2port
 rdma_fabric_test(NAME diags_smp_hcafirst SM
   TOPO ${CMAKE_CURRENT_SOURCE_DIR}/tests/smp-hcafirst.topo
   TIMEOUT 900 COMMAND ${_smp_cmp})
+rdma_fabric_test(NAME diags_smp_faults SM TIMEOUT 600 COMMAND
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-smp.sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/cases-smp-faults.txt)
 add_test(NAME diags.ibstatus
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-ibstatus.sh
           ${CMAKE_CURRENT_SOURCE_DIR}/ibstatus)
