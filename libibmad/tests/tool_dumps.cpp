@@ -51,6 +51,11 @@ Result run(const std::string &cmd, const std::string &libdir,
 	while (std::getline(in, line)) {
 		if (line.find("sim_connect") != std::string::npos)
 			continue;
+		// A MAD ibsim does not answer races umad2sim's timeout reply
+		// against the poll timeout: the reference itself prints this
+		// line in about one run of five (tests/fabric/README.md).
+		if (line.find("_do_madrpc: recv failed: Connection timed out") != std::string::npos)
+			continue;
 		line = std::regex_replace(line, pid, "[pid]");
 		bool skip = false;
 		for (const auto &re : volatile_lines)
