@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 namespace ibnd {
 namespace {
@@ -488,12 +489,17 @@ uint64_t chassisguid_of(ibnd_node_t* node) {
     return sg;
 }
 
-ibnd_chassis_t* find_by_guid(ibnd_fabric_t* f, ibnd_node_t* node) {
-    uint64_t g = chassisguid_of(node);
-    for (ibnd_chassis_t* c = f->chassis; c; c = c->next)
-        if (c->chassisguid == g)
-            return c;
-    return nullptr;
+// Chassis by GUID, the first of the list for each GUID (the list order is
+// what a linear search of fabric->chassis would see).
+using ChassisIndex = std::unordered_map<uint64_t, ibnd_chassis_t*>;
+
+// The reference searches fabric->chassis, which stays empty until the
+// first GUID-based chassis is made: Voltaire chassis are not found before.
+ibnd_chassis_t* find_by_guid(ibnd_fabric_t* f, const ChassisIndex& index, uint64_t g) {
+    if (!f->chassis)
+        return nullptr;
+    auto it = index.find(g);
+    return it == index.end() ? nullptr : it->second;
 }
 
 struct ChassisList {
@@ -546,40 +552,46 @@ int group_nodes(ibnd_fabric_t* fabric) {
             goto fail;
     }
 
-    // Count members per system image GUID.  Lookups only see the chassis
-    // list once the first GUID-based chassis exists, as in the reference.
-    for (ibnd_node_t* n = fabric->nodes; n; n = n->next) {
-        if (vendor(n) == kVoltaire || !sysguid(n))
-            continue;
-        if (ibnd_chassis_t* c = find_by_guid(fabric, n)) {
-            c->nodecount++;
-        } else {
-            ibnd_chassis_t* nc = list.append();
-            if (!nc)
-                goto fail;
-            nc->chassisguid = chassisguid_of(n);
-            nc->nodecount = 1;
-            if (!fabric->chassis)
-                fabric->chassis = list.first;
+    // Count members per system image GUID.
+    {
+        ChassisIndex index;
+        for (ibnd_chassis_t* c = list.first; c; c = c->next)
+            index.emplace(c->chassisguid, c);
+        for (ibnd_node_t* n = fabric->nodes; n; n = n->next) {
+            if (vendor(n) == kVoltaire || !sysguid(n))
+                continue;
+            uint64_t g = chassisguid_of(n);
+            if (ibnd_chassis_t* c = find_by_guid(fabric, index, g)) {
+                c->nodecount++;
+            } else {
+                ibnd_chassis_t* nc = list.append();
+                if (!nc)
+                    goto fail;
+                nc->chassisguid = g;
+                nc->nodecount = 1;
+                index.emplace(g, nc);
+                if (!fabric->chassis)
+                    fabric->chassis = list.first;
+            }
         }
-    }
 
-    for (ibnd_node_t* n = fabric->nodes; n; n = n->next) {
-        uint32_t v = vendor(n);
-        if (v == kVoltaire || !sysguid(n))
-            continue;
-        ibnd_chassis_t* c = find_by_guid(fabric, n);
-        if (!c || c->nodecount <= 1)
-            continue;
-        if (!c->chassisnum)
-            c->chassisnum = static_cast<unsigned char>(++chassisnum);
-        if (!n->ch_found) {
-            n->ch_found = 1;
-            n->chassis = c;
-            n->next_chassis_node = c->nodes;
-            c->nodes = n;
-        } else if (v == kMellanox) {
-            mellanox_place(n, c);
+        for (ibnd_node_t* n = fabric->nodes; n; n = n->next) {
+            uint32_t v = vendor(n);
+            if (v == kVoltaire || !sysguid(n))
+                continue;
+            ibnd_chassis_t* c = find_by_guid(fabric, index, chassisguid_of(n));
+            if (!c || c->nodecount <= 1)
+                continue;
+            if (!c->chassisnum)
+                c->chassisnum = static_cast<unsigned char>(++chassisnum);
+            if (!n->ch_found) {
+                n->ch_found = 1;
+                n->chassis = c;
+                n->next_chassis_node = c->nodes;
+                c->nodes = n;
+            } else if (v == kMellanox) {
+                mellanox_place(n, c);
+            }
         }
     }
 

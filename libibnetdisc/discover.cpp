@@ -281,11 +281,8 @@ class Walk {
                     return rc;
                 continue;
             }
-            // Requests behind the head may have expired too.
-            for (auto& r : wire_)
-                if (!r->done && r.get() != &head && now >= r->deadline)
-                    if (int rc = retry_or_fail(*r))
-                        return rc;
+            // Deadlines follow send order, so the head's comes first; the
+            // others are looked at when they reach the head.
             auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(head.deadline - now);
             if (receive(static_cast<int>(wait.count()) + 1) < 0)
                 return -1;

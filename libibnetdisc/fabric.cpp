@@ -85,28 +85,26 @@ void free_fabric(std::unique_ptr<Fabric> f) {
 }
 
 bool hash_add_node(ibnd_fabric_t* f, ibnd_node_t* node) {
+    if (!impl(f)->extra->hashed.insert(node).second) {
+        IBND_ERR(discover, 648,
+                 "Duplicate Node: Node with guid 0x%016lx already exists in nodes DB\n",
+                 node->guid);
+        return false;
+    }
     uint32_t h = guid_hash(node->guid);
-    for (ibnd_node_t* n = f->nodestbl[h]; n; n = n->htnext)
-        if (n == node) {
-            IBND_ERR(discover, 648,
-                     "Duplicate Node: Node with guid 0x%016lx already exists in nodes DB\n",
-                     node->guid);
-            return false;
-        }
     node->htnext = f->nodestbl[h];
     f->nodestbl[h] = node;
     return true;
 }
 
 bool hash_add_port(ibnd_fabric_t* f, ibnd_port_t* port) {
+    if (!impl(f)->extra->hashed.insert(port).second) {
+        IBND_ERR(discover, 667,
+                 "Duplicate Port: Port with guid 0x%016lx already exists in ports DB\n",
+                 port->guid);
+        return false;
+    }
     uint32_t h = guid_hash(port->guid);
-    for (ibnd_port_t* p = f->portstbl[h]; p; p = p->htnext)
-        if (p == port) {
-            IBND_ERR(discover, 667,
-                     "Duplicate Port: Port with guid 0x%016lx already exists in ports DB\n",
-                     port->guid);
-            return false;
-        }
     port->htnext = f->portstbl[h];
     f->portstbl[h] = port;
     return true;

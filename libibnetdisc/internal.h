@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 namespace ibnd {
@@ -22,6 +23,8 @@ struct FabricExtra {
     std::map<uint16_t, ibnd_port_t*> lids;
     // Ports of a loaded cache that no node lists (freed with the fabric).
     std::vector<ibnd_port_t*> orphans;
+    // What the GUID hash chains hold, to refuse duplicates in O(1).
+    std::unordered_set<const void*> hashed;
 };
 
 // The fabric handed to the application is the first member of this
