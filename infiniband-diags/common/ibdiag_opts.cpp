@@ -84,10 +84,15 @@ bool config_true(const char *v)
 	return starts_with(v, "TRUE") || starts_with(v, "true");
 }
 
-void replace_string(char *&slot, const char *value)
+// Strings read from ibdiag.conf live here; -C points cfg.ca at argv
+// instead (the reference frees whatever cfg.ca points to, argv included,
+// and crashes on -C before --config).
+std::string conf_ca, conf_nd_format;
+
+void replace_string(char *&slot, std::string &store, const char *value)
 {
-	free(slot);
-	slot = strdup(value);
+	store = value;
+	slot = store.data();
 }
 
 // Lines "Name=value"; names match by prefix as in the reference; a
@@ -108,7 +113,7 @@ void read_config(const char *file)
 		if (!name || !value)
 			continue;
 		if (starts_with(name, "CA"))
-			replace_string(cfg.ca, value);
+			replace_string(cfg.ca, conf_ca, value);
 		else if (starts_with(name, "Port"))
 			cfg.ca_port = (int)strtoul(value, nullptr, 0);
 		else if (starts_with(name, "timeout"))
@@ -123,7 +128,7 @@ void read_config(const char *file)
 		else if (starts_with(name, "sa_key"))
 			cfg.sakey = strtoull(value, nullptr, 0);
 		else if (starts_with(name, "nd_format"))
-			replace_string(cfg.nd_format, value);
+			replace_string(cfg.nd_format, conf_nd_format, value);
 	}
 	fclose(f);
 }

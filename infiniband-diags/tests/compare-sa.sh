@@ -13,6 +13,11 @@
 # the reference's run. sm: lines run only on a fabric with opensm, nosm:
 # lines only without one.
 #
+# "@server ref|ours NODE TOOL -S ..." starts that responder (Debian's or
+# ours) attached at NODE (SIM_HOST), flagged IsSM so that ibsim hands it the
+# requests arriving on QP1; the cases that follow talk to it. "@noserver"
+# (or the next @server, or the end) stops it.
+#
 # Values that change from one run to the next are masked before comparing
 # (see normalize): pids, the data/packet counters that our own MADs move,
 # opensm's activity count, ping round-trip times, and the fields that the
@@ -68,9 +73,46 @@ run() {
     normalize "$base.err.raw" >"$base.err"
 }
 
+server_pid=
+stop_server() {
+    [ -n "$server_pid" ] || return 0
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+    server_pid=
+    sleep 2	# until ibsim has let the client slot go
+}
+trap stop_server EXIT
+start_server() {
+    local variant=$1 node=$2 tool=$3; shift 3
+    local exe=/usr/sbin/$tool lib=
+    [ "$variant" = ours ] && { exe=$build/bin/$tool; lib=$build/lib; }
+    stop_server
+    # ibsim sometimes refuses a new client right after others left
+    # ("sim_init: connect failed"): try a few times.
+    local try
+    for try in 1 2 3 4 5; do
+        env ${lib:+LD_LIBRARY_PATH=$lib} LD_PRELOAD="$SIM_PRELOAD" SIM_HOST="$node" \
+            SIM_SET_ISSM=1 "$exe" "$@" </dev/null >"$out/server.$variant.$tool.log" 2>&1 &
+        server_pid=$!
+        sleep 2
+        kill -0 "$server_pid" 2>/dev/null && break
+        wait "$server_pid" 2>/dev/null
+        server_pid=
+    done
+    echo "server: $variant $tool at $node (pid ${server_pid:-none: $(tail -1 "$out/server.$variant.$tool.log")})"
+}
+
 n=0 pass=0 fail=0 skip=0
 while IFS= read -r line; do
     case "$line" in ''|'#'*) continue;; esac
+    case "$line" in
+    @server*)
+        [ "$sm" = 1 ] || continue
+        read -r -a words <<<"${line#@server}"
+        start_server "${words[@]}"
+        continue;;
+    @noserver) stop_server; continue;;
+    esac
     case "$line" in
     sm:*) [ "$sm" = 1 ] || continue; line=${line#sm:};;
     nosm:*) [ "$sm" = 0 ] || continue; line=${line#nosm:};;
