@@ -229,8 +229,15 @@ class Walk {
         int rc = umad_recv(fd_, buf.data(), &len, timeout_ms);
         if (rc == -ETIMEDOUT || rc == -EINTR || rc == -EAGAIN)
             return 0;
-        if (rc == -ENOSPC)  // an oversized (RMPP) MAD is no SMP of ours
+        if (rc == -ENOSPC) {
+            // An oversized (RMPP) MAD is no SMP of ours; the kernel keeps it
+            // queued until it is read whole, so read it to drop it.
+            if (len > IB_MAD_SIZE && len < (1 << 20)) {
+                std::vector<uint8_t> big(umad_size() + static_cast<size_t>(len), 0);
+                umad_recv(fd_, big.data(), &len, 0);
+            }
             return 0;
+        }
         if (rc < 0) {
             IBND_ERR(smp, 168, "umad_recv failed: %d\n", rc);
             return -1;
