@@ -9,7 +9,13 @@
 # requires: the same exit status, stdout and stderr (umad2sim's banner
 # aside), byte-identical cache files, each library loading the other's
 # cache into the same dump, and the same cache written back from a load.
+# IBND_SIM_CMD, when set, is first sent to ibsim's console (fault
+# injection: Unlink, Guid, Error...).
 set -u
+if [ -n "${IBND_SIM_CMD:-}" ]; then
+    echo "$IBND_SIM_CMD" > "$FABRIC_CTL"
+    sleep 0.5   # the console takes it asynchronously
+fi
 tool=0
 if [ "$1" = --tool ]; then tool=1; shift; fi
 dump=$1; shift
