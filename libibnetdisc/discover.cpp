@@ -669,7 +669,9 @@ ibnd_fabric_t* discover(char* ca_name, int ca_port, ib_portid_t* from, ibnd_conf
             rc = walk.run(start);
         f->pub.total_mads_used = walk.smps_sent();
     }
-    if (rc || !f->pub.from_node) {
+    // A walk whose start never answered still returns its (empty) fabric,
+    // as the reference does: tools tell "nothing found" from "failed".
+    if (rc) {
         free_fabric(std::move(f));
         return nullptr;
     }
