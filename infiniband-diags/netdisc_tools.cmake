@@ -13,11 +13,10 @@ foreach(tool ibnetdiscover iblinkinfo ibqueryerrors ibcacheedit)
   endif()
 endforeach()
 
-# Scripts: templates in scripts/, configured into build/bin under their
-# installed names (so tests can run them with IBPATH=build/bin), installed to
-# sbin. @IBSCRIPTPATH@ is where they find the other tools by default.
-set(IBSCRIPTPATH ${CMAKE_INSTALL_FULL_SBINDIR})
-set(IBDIAG_PERLDIR ${CMAKE_INSTALL_FULL_DATADIR}/perl5)
+# Scripts: templates in scripts/, configured twice: into build/bin under
+# their installed names, finding the other tools and the perl module in the
+# build tree (IBPATH still overrides), and into build/scripts-install with
+# the installed locations, which is what gets installed to sbin.
 set(IBDIAG_CONFDIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/infiniband-diags)
 
 # ibdiag_script(<installed name> <template> [COMPAT] [VAR value ...])
@@ -36,10 +35,15 @@ function(ibdiag_script name template)
   if(NOT EXISTS ${src})
     return()
   endif()
-  configure_file(${src} ${CMAKE_BINARY_DIR}/bin/${name} @ONLY
-    FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
+  set(perms FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
     GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
-  install(PROGRAMS ${CMAKE_BINARY_DIR}/bin/${name}
+  set(IBSCRIPTPATH ${CMAKE_BINARY_DIR}/bin)
+  set(IBDIAG_PERLLIB ${CMAKE_BINARY_DIR}/perl5)
+  configure_file(${src} ${CMAKE_BINARY_DIR}/bin/${name} @ONLY ${perms})
+  set(IBSCRIPTPATH ${CMAKE_INSTALL_FULL_SBINDIR})
+  set(IBDIAG_PERLLIB ${CMAKE_INSTALL_FULL_DATADIR}/perl5)
+  configure_file(${src} ${CMAKE_BINARY_DIR}/scripts-install/${name} @ONLY ${perms})
+  install(PROGRAMS ${CMAKE_BINARY_DIR}/scripts-install/${name}
     DESTINATION ${CMAKE_INSTALL_SBINDIR})
 endfunction()
 

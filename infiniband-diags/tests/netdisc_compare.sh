@@ -18,7 +18,7 @@
 #  - ibnetdiscover's "# Topology file: generated on <date>" line;
 #  - the program path (usage and error messages start with argv[0]);
 #  - "[pid]" in ibwarn/ibdebug prefixes.
-# Scripts are run with IBPATH pointing at the matching tool set.
+# Scripts are run with IBPATH and PATH leading to the matching tool set.
 set -u
 : "${RDMA_BUILD:?run under rdma_fabric_test (RDMA_BUILD unset)}"
 OURS_BIN=${OURS_BIN:-$RDMA_BUILD/bin}
@@ -45,6 +45,8 @@ run_side() {
 	(
 		cd "$FABRIC_DIR" || exit 99
 		export IBPATH=$bin
+		# the perl scripts find the tools on PATH
+		export PATH=$bin:$PATH
 		[ -z "$lib" ] || export LD_LIBRARY_PATH=$lib
 		export LD_PRELOAD=$SIM_PRELOAD
 		local cmd=$tool
