@@ -30,3 +30,5 @@ rdma_fabric_test(NAME netdisc_cache TOPO net.2sw2path4hca SM TIMEOUT 600
   COMMAND ${_cmp} ${_cases}/netdisc_cache.cases)
 rdma_fabric_test(NAME scripts_perl TOPO net.2sw2path4hca SM TIMEOUT 600
   COMMAND ${_cmp} ${_cases}/scripts_perl.cases)
+rdma_fabric_test(NAME netdisc_faults TOPO net.2sw2path4hca SM TIMEOUT 600
+  COMMAND ${_cmp} ${_cases}/netdisc_faults.cases)
