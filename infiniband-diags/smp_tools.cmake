@@ -36,6 +36,10 @@ rdma_fabric_test(NAME diags_smp_2port SM TOPO net.2sw2path4hca2port
 rdma_fabric_test(NAME diags_smp_hcafirst SM
   TOPO ${CMAKE_CURRENT_SOURCE_DIR}/tests/smp-hcafirst.topo
   TIMEOUT 900 COMMAND ${_smp_cmp})
+rdma_fabric_test(NAME diags_smp_fattree SM
+  TOPO ${CMAKE_CURRENT_SOURCE_DIR}/tests/smp-fattree.topo TIMEOUT 600
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-smp.sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/cases-smp-fattree.txt)
 rdma_fabric_test(NAME diags_smp_faults SM TIMEOUT 600 COMMAND
   ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-smp.sh
   ${CMAKE_CURRENT_SOURCE_DIR}/tests/cases-smp-faults.txt)
