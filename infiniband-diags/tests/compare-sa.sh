@@ -16,7 +16,8 @@
 # "@server ref|ours NODE TOOL -S ..." starts that responder (Debian's or
 # ours) attached at NODE (SIM_HOST), flagged IsSM so that ibsim hands it the
 # requests arriving on QP1; the cases that follow talk to it. "@noserver"
-# (or the next @server, or the end) stops it.
+# (or the next @server, or the end) stops it. "@ctl COMMAND" hands COMMAND
+# to ibsim's console (fault injection: PerformanceSet, Error, Unlink, ...).
 #
 # Values that change from one run to the next are masked before comparing
 # (see normalize): pids, the data/packet counters that our own MADs move,
@@ -112,6 +113,12 @@ while IFS= read -r line; do
         start_server "${words[@]}"
         continue;;
     @noserver) stop_server; continue;;
+    @ctl\ *)
+        [ "$sm" = 1 ] || continue
+        echo "${line#@ctl }" >"$FABRIC_CTL"
+        echo "ctl: ${line#@ctl }"
+        sleep 1
+        continue;;
     esac
     case "$line" in
     sm:*) [ "$sm" = 1 ] || continue; line=${line#sm:};;
