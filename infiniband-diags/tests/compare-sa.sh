@@ -18,6 +18,7 @@
 # requests arriving on QP1; the cases that follow talk to it. "@noserver"
 # (or the next @server, or the end) stops it. "@ctl COMMAND" hands COMMAND
 # to ibsim's console (fault injection: PerformanceSet, Error, Unlink, ...).
+# @TESTS@ in a case stands for this script's directory (data files).
 #
 # Values that change from one run to the next are masked before comparing
 # (see normalize): pids, the data/packet counters that our own MADs move,
@@ -124,6 +125,7 @@ while IFS= read -r line; do
     sm:*) [ "$sm" = 1 ] || continue; line=${line#sm:};;
     nosm:*) [ "$sm" = 0 ] || continue; line=${line#nosm:};;
     esac
+    line=${line//@TESTS@/$here}
     read -r -a words <<<"$line"
     tool=${words[0]}
     [ -x "$build/bin/$tool" ] || { echo "SKIP (not built) $line"; skip=$((skip+1)); continue; }
