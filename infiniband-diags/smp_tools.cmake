@@ -46,3 +46,10 @@ rdma_fabric_test(NAME diags_smp_faults SM TIMEOUT 600 COMMAND
 add_test(NAME diags.ibstatus
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/compare-ibstatus.sh
           ${CMAKE_CURRENT_SOURCE_DIR}/ibstatus)
+
+# Unit tests of the shared code (no fabric).
+if(GTest_FOUND)
+  add_executable(smp_common_unit tests/smp_common_unit.cpp)
+  target_link_libraries(smp_common_unit PRIVATE ibdiags_common GTest::gtest_main)
+  add_test(NAME unit.diags_common COMMAND smp_common_unit)
+endif()
