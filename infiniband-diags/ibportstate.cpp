@@ -209,7 +209,10 @@ void validate_extended_speed(uint64_t espeed, int peerespeed, int active)
 	}
 }
 
-// Check a value given for a settable field; IBEXIT with the reference's
+// The reference checks values in main(): its name is what -d shows.
+#define EXIT_AS_MAIN(fmt, ...) ::ibdiag::ibexit("main", fmt, ##__VA_ARGS__)
+
+// Check a value given for a settable field; exit with the reference's
 // message when it is out of range.
 uint64_t checked_value(int op, const char *text)
 {
@@ -217,39 +220,39 @@ uint64_t checked_value(int op, const char *text)
 	switch (op) {
 	case SPEED:
 		if (v > 15)
-			IBEXIT("invalid speed value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid speed value %" PRIu64, v);
 		break;
 	case ESPEED:
 		if (v > 31)
-			IBEXIT("invalid extended speed value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid extended speed value %" PRIu64, v);
 		break;
 	case FDR10SPEED:
 		if (v > 1)
-			IBEXIT("invalid fdr10 speed value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid fdr10 speed value %" PRIu64, v);
 		break;
 	case WIDTH:
 		if (v > 31 && v != 255)
-			IBEXIT("invalid width value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid width value %" PRIu64, v);
 		break;
 	case VLS:
 		if (v == 0 || v > 5)
-			IBEXIT("invalid vls value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid vls value %" PRIu64, v);
 		break;
 	case MTU:
 		if (v == 0 || v > 5)
-			IBEXIT("invalid mtu value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid mtu value %" PRIu64, v);
 		break;
 	case LID:
 		if (v == 0 || v >= 0xC000)
-			IBEXIT("invalid lid value 0x%" PRIx64, v);
+			EXIT_AS_MAIN("invalid lid value 0x%" PRIx64, v);
 		break;
 	case SMLID:
 		if (v == 0 || v >= 0xC000)
-			IBEXIT("invalid smlid value 0x%" PRIx64, v);
+			EXIT_AS_MAIN("invalid smlid value 0x%" PRIx64, v);
 		break;
 	case LMC:
 		if (v > 7)
-			IBEXIT("invalid lmc value %" PRIu64, v);
+			EXIT_AS_MAIN("invalid lmc value %" PRIu64, v);
 		break;
 	case MKEY: {
 		// Any 64-bit value; something else prompts for the key.
@@ -262,17 +265,17 @@ uint64_t checked_value(int op, const char *text)
 			end = nullptr;
 			v = typed ? strtoull(typed, &end, 0) : 0;
 			if (!typed || errno || *end != '\0')
-				IBEXIT("Bad new M_Key\n");
+				EXIT_AS_MAIN("Bad new M_Key\n");
 		}
 		break;
 	}
 	case MKEYLEASE:
 		if (v > 0xFFFF)
-			IBEXIT("invalid mkey lease time %" PRIu64, v);
+			EXIT_AS_MAIN("invalid mkey lease time %" PRIu64, v);
 		break;
 	case MKEYPROT:
 		if (v > 3)
-			IBEXIT("invalid mkey protection bit setting %" PRIu64, v);
+			EXIT_AS_MAIN("invalid mkey protection bit setting %" PRIu64, v);
 		break;
 	}
 	return v;

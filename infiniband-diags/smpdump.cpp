@@ -47,8 +47,9 @@ struct DrPath {
 	int hop_cnt = -1;
 };
 
-int parse_dr_path(const std::string &text, DrPath &path)
+int str2DRPath(const std::string &text, DrPath &path)
 {
+	IBDIAG_DEBUG("DR str: %s", text.c_str());
 	path.hop_cnt = -1;
 	size_t at = 0;
 	while (at < text.size()) {
@@ -114,7 +115,7 @@ int main(int argc, char *argv[])
 	DrPath path;
 	int dlid = 0;
 	if (mgmt_class == IB_SMI_DIRECT_CLASS) {
-		if (parse_dr_path(argv[0], path) < 0)
+		if (str2DRPath(argv[0], path) < 0)
 			IBPANIC("bad path str '%s'", argv[0]);
 	} else {
 		dlid = (int)strtoul(argv[0], nullptr, 0);

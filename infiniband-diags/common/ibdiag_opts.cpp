@@ -144,7 +144,7 @@ bool parse_mkey(const char *text, uint64_t &out)
 }
 
 // The common options; -1 when `ch` is none of them.
-int common_option(int ch, char *arg)
+int process_opt(int ch, char *arg)
 {
 	switch (ch) {
 	case 'z':
@@ -299,7 +299,7 @@ int process_opts(int argc, char *argv[], const char *exclude_common,
 		if (ch < 0 || ch > 255 || !P.by_letter[ch])
 			show_usage();
 		int rc = handler ? handler(ch, optarg) : -1;
-		if (rc != 0 && common_option(ch, optarg) != 0)
+		if (rc != 0 && process_opt(ch, optarg) != 0)
 			show_usage();
 	}
 	return optind;
