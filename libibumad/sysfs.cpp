@@ -50,13 +50,18 @@ int read_uint(const std::string &dir, const char *name, unsigned *out)
 }
 
 // Parses colon-separated 16-bit hex groups into raw bytes (big-endian).
+// errno is left as the caller had it (callers report their own failures
+// with %m, so a successful parse must not clear it).
 static int parse_groups(const char *s, uint8_t *raw, int groups)
 {
+	const int saved = errno;
 	for (int i = 0; i < groups; i++) {
 		char *end;
 		errno = 0;
 		unsigned long v = std::strtoul(s, &end, 16);
-		if (end == s || v > 0xffff || errno)
+		const bool overflow = errno != 0;
+		errno = saved;
+		if (end == s || v > 0xffff || overflow)
 			return -EINVAL;
 		raw[2 * i] = static_cast<uint8_t>(v >> 8);
 		raw[2 * i + 1] = static_cast<uint8_t>(v);

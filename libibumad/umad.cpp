@@ -53,6 +53,12 @@ struct ib_user_mad_reg_req2 {
 
 #define UMAD_EXPORT extern "C" __attribute__((visibility("default")))
 
+extern "C" {
+int umad_get_ca(const char *ca_name, umad_ca_t *ca);
+struct umad_device_node *umad_get_ca_device_list(void);
+void umad_free_ca_device_list(struct umad_device_node *head);
+}
+
 namespace {
 
 constexpr const char *kDevDir = "/dev/infiniband";
@@ -88,11 +94,8 @@ __attribute__((format(printf, 2, 3))) void warn(const char *fn, const char *fmt,
 		if (g_debug)                \
 			warn(fn, __VA_ARGS__); \
 	} while (0)
-#define UTRACE(fn, ...)                    \
-	do {                                \
-		if (g_debug > 1)            \
-			warn(fn, __VA_ARGS__); \
-	} while (0)
+// The reference's trace and debug lines both appear from level 1 on.
+#define UTRACE UDEBUG
 
 std::string ca_dir(const char *ca)
 {
@@ -310,7 +313,7 @@ int pick_port(const char *name, int *port)
 {
 	umad_ca_t ca;
 	UTRACE("resolve_ca_port", "checking ca '%s'", name);
-	if (get_ca(name, &ca) < 0)
+	if (umad_get_ca(name, &ca) < 0)
 		return -1;
 	int ret = -1;
 	if (ca.node_type == 2) {
@@ -329,7 +332,9 @@ int pick_port(const char *name, int *port)
 		for (int i = 0; i <= ca.numports; i++) {
 			umad_port_t *p = ca.ports[i];
 			UDEBUG("resolve_ca_port", "checking port %d", i);
-			if (!p)
+			// The first pass looks at InfiniBand ports only; the
+			// fallback pass below takes any port that is not disabled.
+			if (!p || !port_is_ib(p))
 				continue;
 			if (up < 0 && p->phys_state == kPhysLinkUp)
 				up = *port = i;
@@ -342,6 +347,7 @@ int pick_port(const char *name, int *port)
 		if (active < 0 && up < 0) {
 			for (int i = 0; i <= ca.numports; i++) {
 				umad_port_t *p = ca.ports[i];
+				UDEBUG("resolve_ca_port", "checking port %d", i);
 				if (p && p->phys_state != kPhysDisabled) {
 					up = *port = i;
 					break;
@@ -373,16 +379,6 @@ bool ib_device_names(std::vector<std::string> &out, bool sorted = true)
 	return true;
 }
 
-// What umad_get_cas_names reports: the devices, or, when the class
-// directory is missing altogether, the reference's historical default name.
-std::vector<std::string> cas_names()
-{
-	std::vector<std::string> names;
-	if (!ib_device_names(names))
-		names.emplace_back(kDefaultCa);
-	return names;
-}
-
 // Resolves the CA to use: `name` if given (checking *best_port when asked to
 // pick one), else the first CA with an active port, else the first with a
 // usable one, else the historical default. The returned pointer is `name`
@@ -397,13 +393,18 @@ const char *resolve_ca(const char *name, int *best_port)
 			return nullptr;
 		return name;
 	}
-	// The reference walks the devices in directory order here (umad_get_cas_names
-	// sorts); with several usable CAs that order decides which is picked.
+	// The reference walks umad_get_ca_device_list() here, in directory
+	// order (umad_get_cas_names sorts); with several usable CAs that order
+	// decides which is picked.
 	std::vector<std::string> names;
-	ib_device_names(names, false);
+	umad_device_node *list = umad_get_ca_device_list();
+	for (umad_device_node *n = list; n; n = n->next)
+		names.emplace_back(n->ca_name);
+	umad_free_ca_device_list(list);
 	int fallback = -1, fallback_port = 0;
-	for (size_t i = 0; i < names.size() && i < UMAD_MAX_DEVICES; i++) {
+	for (size_t i = 0; i < names.size(); i++) {
 		int port = best_port ? *best_port : 0;
+		UTRACE("resolve_ca_name", "checking ca '%s'", names[i].c_str());
 		int type = pick_port(names[i].c_str(), &port);
 		if (type < 0)
 			continue;
@@ -423,8 +424,10 @@ const char *resolve_ca(const char *name, int *best_port)
 		}
 	}
 	if (fallback >= 0) {
-		UDEBUG("resolve_ca_name", "phys found on %s port %d", names[fallback].c_str(),
-		       fallback_port);
+		// (the reference reports this twice)
+		for (int k = 0; k < 2; k++)
+			UDEBUG("resolve_ca_name", "phys found on %s port %d", names[fallback].c_str(),
+			       fallback_port);
 		if (best_port)
 			*best_port = fallback_port;
 		snprintf(chosen, sizeof(chosen), "%s", names[fallback].c_str());
@@ -448,6 +451,7 @@ int umad_id_of(const char *ca, int port)
 			continue;
 		if (static_cast<int>(p) != port)
 			continue;
+		UDEBUG("dev_to_umad_id", "mapped %s %d to %d", ca, port, id);
 		return id;
 	}
 	return -1;
@@ -468,8 +472,8 @@ int dev_poll(int fd, int timeout_ms)
 // carry the subnet-management interface.
 int open_port(const char *fn, const char *ca_name, int portnum, bool smi_only)
 {
-	UTRACE(fn, "ca %s port %d", ca_name, portnum);
 	unsigned abi = abi_version();
+	UTRACE(fn, "ca %s port %d", ca_name, portnum);
 	if (!abi)
 		return -EOPNOTSUPP;
 	const char *name = resolve_ca(ca_name, &portnum);
@@ -517,7 +521,10 @@ UMAD_EXPORT int umad_done(void)
 UMAD_EXPORT int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
 {
 	UTRACE("umad_get_cas_names", "max %d", max);
-	std::vector<std::string> names = cas_names();
+	std::vector<std::string> names;
+	const bool fallback_name = !ib_device_names(names);
+	if (fallback_name)
+		names.emplace_back(kDefaultCa);
 	int n = 0;
 	for (const auto &name : names) {
 		if (n >= max)
@@ -525,7 +532,10 @@ UMAD_EXPORT int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
 		strncpy(cas[n], name.c_str(), UMAD_CA_NAME_LEN);
 		n++;
 	}
-	UDEBUG("umad_get_cas_names", "return %d cas", n);
+	if (fallback_name)
+		UDEBUG("umad_get_cas_names", "return 1 ca");
+	else
+		UDEBUG("umad_get_cas_names", "return %d cas", n);
 	return n;
 }
 
@@ -536,7 +546,7 @@ UMAD_EXPORT int umad_get_ca_portguids(const char *ca_name, __be64 *portguids, in
 	const char *name = resolve_ca(ca_name, nullptr);
 	if (!name)
 		return -ENODEV;
-	if (get_ca(name, &ca) < 0)
+	if (umad_get_ca(name, &ca) < 0)
 		return -1;
 	int ports = 0;
 	if (portguids) {
@@ -590,7 +600,8 @@ UMAD_EXPORT int umad_get_ca(const char *ca_name, umad_ca_t *ca)
 
 UMAD_EXPORT int umad_release_ca(umad_ca_t *ca)
 {
-	UTRACE("umad_release_ca", "releasing %s", ca->ca_name);
+	UTRACE("umad_release_ca", "ca_name %s", ca->ca_name);
+	UDEBUG("umad_release_ca", "releasing %s", ca->ca_name);
 	release_ca(ca);
 	return 0;
 }
@@ -607,7 +618,8 @@ UMAD_EXPORT int umad_get_port(const char *ca_name, int portnum, umad_port_t *por
 
 UMAD_EXPORT int umad_release_port(umad_port_t *port)
 {
-	UTRACE("umad_release_port", "releasing %s:%d", port->ca_name, port->portnum);
+	UTRACE("umad_release_port", "port %s:%d", port->ca_name, port->portnum);
+	UDEBUG("umad_release_port", "releasing %s:%d", port->ca_name, port->portnum);
 	release_port(port);
 	return 0;
 }

@@ -33,7 +33,8 @@ umadid() { mkdir -p "$1/infiniband_mad/umad$2"; echo "$3" >"$1/infiniband_mad/um
 scenario() { # NAME: the tree in $work/$NAME is built by the caller
     local name=$1 dir=$work/$1
     echo "== $name"
-    (cd "$dir.run" && unshare -m bash -c "mount --bind '$dir' /sys/class && '$here/compare-umad.sh' '$probe' sysfs")
+    (cd "$dir.run" && unshare -m bash -c "mount --bind '$dir' /sys/class &&
+        '$here/compare-umad.sh' -q '$probe' sysfs && '$here/compare-umad.sh' -q '$probe' sysfs-debug")
 }
 
 # 1: no /sys/class/infiniband at all.

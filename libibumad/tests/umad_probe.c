@@ -6,6 +6,8 @@
  *
  *   umad_probe sysfs   the CA/port view, device lists, port resolution,
  *                      open errors (works on any sysfs tree)
+ *   umad_probe MODE-debug  the same with umad_debug(1): the traces on
+ *                      stderr must match the reference's too
  *   umad_probe mad     on a simulated fabric: agents, a directed-route
  *                      NodeInfo to the local node, a MAD to a path that does
  *                      not exist (must time out, bounded), recv errors
@@ -222,7 +224,11 @@ static int probe_mad(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1 && !strcmp(argv[1], "mad"))
+	/* "...-debug": the same with the library's traces on (stderr). */
+	const char *mode = argc > 1 ? argv[1] : "sysfs";
+	if (strstr(mode, "-debug"))
+		umad_debug(1);
+	if (!strncmp(mode, "mad", 3))
 		return probe_mad();
 	probe_sysfs();
 	return 0;
