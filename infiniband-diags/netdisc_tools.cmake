@@ -126,6 +126,14 @@ foreach(p ibnetdiscover iblinkinfo ibqueryerrors ibcacheedit ibhosts
     list(APPEND netdisc_pages man/${p}.8.md)
   endif()
 endforeach()
+if(ENABLE_IBDIAGS_COMPAT)
+  foreach(p ibcheckerrors ibcheckerrs ibchecknet ibchecknode ibcheckport
+      ibcheckportstate ibcheckportwidth ibcheckstate ibcheckwidth
+      ibclearcounters ibclearerrors ibdatacounters ibdatacounts ibdiscover
+      ibprintca ibprintrt ibprintswitch ibswportwatch set_nodedesc)
+    list(APPEND netdisc_pages man/${p}.8.md)
+  endforeach()
+endif()
 if(netdisc_pages)
   rdma_man_pages(${netdisc_pages})
 endif()
