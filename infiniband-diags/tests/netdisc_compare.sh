@@ -59,7 +59,7 @@ run_side() {
 		*) cmd=$bin/$tool;;
 		esac
 		timeout "$limit" "$cmd" "$@"
-	) >"$dir.out" 2>"$dir.err"
+	) </dev/null >"$dir.out" 2>"$dir.err"
 	echo $? >"$dir.rc"
 }
 
