@@ -32,3 +32,15 @@ rdma_fabric_test(NAME scripts_perl TOPO net.2sw2path4hca SM TIMEOUT 600
   COMMAND ${_cmp} ${_cases}/scripts_perl.cases)
 rdma_fabric_test(NAME netdisc_faults TOPO net.2sw2path4hca SM TIMEOUT 600
   COMMAND ${_cmp} ${_cases}/netdisc_faults.cases)
+# libibnetdisc's test topologies: chassis grouping (Voltaire, Mellanox,
+# Topspin, Xsigo; -g output, external port numbers) and link speeds/widths
+# (extended speeds, FDR10, "Could be" hints).
+foreach(t chassis speeds)
+  set(_topo ${PROJECT_SOURCE_DIR}/libibnetdisc/tests/topo/${t}.topo)
+  if(EXISTS ${_topo})
+    rdma_fabric_test(NAME netdisc_basic_${t} TOPO ${_topo} TIMEOUT 600
+      COMMAND ${_cmp} ${_cases}/netdisc_basic.cases ${_cases}/scripts_basic.cases)
+    rdma_fabric_test(NAME netdisc_basic_${t}_sm TOPO ${_topo} SM TIMEOUT 600
+      COMMAND ${_cmp} ${_cases}/netdisc_basic.cases ${_cases}/scripts_basic.cases)
+  endif()
+endforeach()
