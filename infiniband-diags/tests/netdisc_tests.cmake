@@ -44,3 +44,7 @@ foreach(t chassis speeds)
       COMMAND ${_cmp} ${_cases}/netdisc_basic.cases ${_cases}/scripts_basic.cases)
   endif()
 endforeach()
+if(ENABLE_IBDIAGS_COMPAT)
+  rdma_fabric_test(NAME scripts_compat TOPO net.2sw2path4hca SM TIMEOUT 600
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/scripts_compat.sh)
+endif()
