@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 
 #include <infiniband/ibnetdisc.h>
 #include <infiniband/mad.h>
@@ -112,6 +113,14 @@ std::string quoted_id(const ibnd_node_t *node)
 	char buf[32];
 	snprintf(buf, sizeof(buf), "\"%c-%016" PRIx64 "\"", letter, node->guid);
 	return buf;
+}
+
+// -d: the reference's debug lines, under its function names (they are part
+// of what users see with -d; the pointers differ from run to run anyway).
+void trace(const char *fn, const char *what, const void *p)
+{
+	if (ibdebug)
+		printf("ibdebug: [%d] %s: %s %p\n\n", (int)getpid(), fn, what, p);
 }
 
 std::string mapped_name(const ibnd_node_t *node)
@@ -247,6 +256,9 @@ void switch_port(ibnd_port_t *port, bool group, const char *prefix)
 	ibnd_port_t *peer = port->remoteport;
 	ibnd_node_t *peer_node = peer->node;
 
+	if (ibdebug)
+		printf("ibdebug: [%d] out_switch_port: port %p:%d remoteport %p\n\n",
+		       (int)getpid(), (void *)port, port->portnum, (void *)peer);
 	fprintf(out, "%s[%d]%s", prefix_or_empty(prefix), port->portnum,
 		ext_port(port, group).c_str());
 	std::string peer_name = mapped_name(peer_node);
@@ -385,15 +397,22 @@ void print_topology(ibnd_fabric_t *fabric, bool group)
 				print_chassis(fabric, ch);
 		fputs("\nNon-Chassis Nodes\n", out);
 		for_each_node(fabric, IB_NODE_SWITCH, [](ibnd_node_t *n) {
+			trace("switch_iter_func", "SWITCH: node", n);
 			if (!in_numbered_chassis(n))
 				print_switch(n, true, nullptr);
 		});
 	} else {
-		for_each_node(fabric, IB_NODE_SWITCH,
-			      [](ibnd_node_t *n) { print_switch(n, false, nullptr); });
+		for_each_node(fabric, IB_NODE_SWITCH, [](ibnd_node_t *n) {
+			trace("switch_iter_func", "SWITCH: node", n);
+			print_switch(n, false, nullptr);
+		});
 	}
 	for (int type : {IB_NODE_CA, IB_NODE_ROUTER}) {
-		for_each_node(fabric, type, [group](ibnd_node_t *n) {
+		for_each_node(fabric, type, [group, type](ibnd_node_t *n) {
+			if (type == IB_NODE_CA)
+				trace("ca_iter_func", "CA: node", n);
+			else
+				trace("router_iter_func", "RT: node", n);
 			if (group && in_numbered_chassis(n))
 				return;
 			print_ca(n, group, nullptr);
@@ -529,6 +548,7 @@ void diff_ports(ibnd_node_t *a_node, ibnd_node_t *b_node, bool &header_done,
 
 void diff_node(ibnd_node_t *a_node, const DiffSide &d)
 {
+	trace("diff_iter_func", "DEBUG: fabric1_node", a_node);
 	ibnd_node_t *b_node = ibnd_find_node_guid(d.other, a_node->guid);
 	if (!b_node) {
 		d.header(a_node, false, nullptr, d.mine, d.mine);

@@ -480,7 +480,7 @@ int print_errors(ib_portid_t *portid, uint16_t cap, uint32_t cap2,
 }
 
 // PortCountersExtended Set with a CounterSelect mask (LID-routed only)
-bool reset_ext(uint8_t *buf, ib_portid_t *dest, int port, unsigned mask)
+bool reset_pc_ext(uint8_t *buf, ib_portid_t *dest, int port, unsigned mask)
 {
 	IBDIAG_DEBUG("lid %u port %d mask 0x%x", dest->lid, port, mask);
 	if (dest->lid == -1) {
@@ -542,7 +542,7 @@ void clear_port(ib_portid_t *portid, uint16_t cap, uint32_t cap2, const std::str
 			if (cap & PM_XMIT_WAIT)
 				mask |= 1u << 28;
 		}
-		if (mask && !reset_ext(pc, portid, port, mask))
+		if (mask && !reset_pc_ext(pc, portid, port, mask))
 			fprintf(stderr, "Failed to reset extended data counters %s, %s port %d\n",
 				name.c_str(), portid2str(portid), port);
 	}
@@ -555,9 +555,12 @@ void set_lid(ib_portid_t &portid, int lid)
 
 void check_node(ibnd_node_t *node, void *)
 {
-	unsigned type = node->type == IB_NODE_SWITCH ? SHOW_SWITCH
-		      : node->type == IB_NODE_CA ? SHOW_CA
-		      : node->type == IB_NODE_ROUTER ? SHOW_ROUTER : 0;
+	unsigned type = 0;
+	switch (node->type) {
+	case IB_NODE_SWITCH: type = SHOW_SWITCH; break;
+	case IB_NODE_CA: type = SHOW_CA; break;
+	case IB_NODE_ROUTER: type = SHOW_ROUTER; break;
+	}
 	if (!(type & opts.types))
 		return;
 
