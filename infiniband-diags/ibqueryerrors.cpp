@@ -102,7 +102,7 @@ bool suppressed(int f)
 	return false;
 }
 
-void suppress(enum MAD_FIELDS f)
+void add_suppressed(enum MAD_FIELDS f)
 {
 	if (opts.suppressed.size() >= MAX_SUPPRESSED) {
 		IBWARN("Maximum (%d) fields have been suppressed; skipping %s",
@@ -123,7 +123,7 @@ void suppress_list(const char *list)
 		if (!name.empty())
 			for (int f = IB_PC_FIRST_F; f <= IB_PC_LAST_F; f++)
 				if (name == mad_field_name(static_cast<enum MAD_FIELDS>(f)))
-					suppress(static_cast<enum MAD_FIELDS>(f));
+					add_suppressed(static_cast<enum MAD_FIELDS>(f));
 		if (comma == std::string::npos)
 			break;
 		pos = comma + 1;
@@ -265,7 +265,7 @@ struct Line {
 };
 
 // --details: the non-zero fields of a details attribute
-void add_details(Line &line, ib_portid_t *portid, const std::string &name, int portnum,
+void query_and_dump(Line &line, ib_portid_t *portid, const std::string &name, int portnum,
 		 const char *attr_name, unsigned attr, int first, int end)
 {
 	uint8_t pc[1024] = {};
@@ -343,11 +343,11 @@ int report(ib_portid_t *portid, const std::string &name, ibnd_node_t *node,
 		if (!check_counter(pc, pce, cap2, f, ext_f, line))
 			continue;
 		if (opts.details && f == IB_PC_XMT_DISCARDS_F)
-			add_details(line, portid, name, portnum, "PortXmitDiscardDetails",
+			query_and_dump(line, portid, name, portnum, "PortXmitDiscardDetails",
 				    IB_GSI_PORT_XMIT_DISCARD_DETAILS, IB_PC_RCV_LOCAL_PHY_ERR_F,
 				    IB_PC_RCV_ERR_LAST_F);
 		else if (opts.details && f == IB_PC_ERR_RCV_F)
-			add_details(line, portid, name, portnum, "PortRcvErrorDetails",
+			query_and_dump(line, portid, name, portnum, "PortRcvErrorDetails",
 				    IB_GSI_PORT_RCV_ERROR_DETAILS, IB_PC_XMT_INACT_DISC_F,
 				    IB_PC_XMT_DISC_LAST_F);
 	}
@@ -393,8 +393,9 @@ int report(ib_portid_t *portid, const std::string &name, ibnd_node_t *node,
 	return line.n;
 }
 
-// ClassPortInfo: the capability masks (host order; cap2 already shifted)
-bool query_caps(ib_portid_t *portid, const std::string &name, int portnum, uint16_t &cap,
+// ClassPortInfo: the capability masks (host order; cap2 already shifted).
+// (Functions that IBWARN carry the reference's names: __func__ is printed.)
+bool query_cap_mask(ib_portid_t *portid, const std::string &name, int portnum, uint16_t &cap,
 		uint32_t &cap2)
 {
 	uint8_t pc[1024] = {};
@@ -411,7 +412,7 @@ bool query_caps(ib_portid_t *portid, const std::string &name, int portnum, uint1
 }
 
 // --counters: one line of data counters per port
-void print_data(ib_portid_t *portid, uint16_t cap, const std::string &name,
+void print_data_cnts(ib_portid_t *portid, uint16_t cap, const std::string &name,
 		ibnd_node_t *node, int portnum, bool &header)
 {
 	uint8_t pc[1024] = {};
@@ -580,7 +581,7 @@ void check_node(ibnd_node_t *node, void *)
 
 	uint16_t cap = 0;
 	uint32_t cap2 = 0;
-	bool all_ports = query_caps(&portid, name, p, cap, cap2) && (cap & PM_ALL_PORT_SELECT);
+	bool all_ports = query_cap_mask(&portid, name, p, cap, cap2) && (cap & PM_ALL_PORT_SELECT);
 	bool header = false;
 	auto aim = [&](int port) {
 		set_lid(portid, node->type == IB_NODE_SWITCH ? node->smalid
@@ -592,7 +593,7 @@ void check_node(ibnd_node_t *node, void *)
 			if (!node->ports[p])
 				continue;
 			aim(p);
-			print_data(&portid, cap, name, node, p, header);
+			print_data_cnts(&portid, cap, name, node, p, header);
 			summary.ports_checked++;
 			if (!all_ports)
 				clear_port(&portid, cap, cap2, name, p);
@@ -689,7 +690,7 @@ int take_option(ibnd_config &cfg, int ch, char *arg)
 {
 	switch (ch) {
 	case 's': suppress_list(arg); break;
-	case 'c': suppress(IB_PC_ERR_SWITCH_REL_F); break; // the "common" one
+	case 'c': add_suppressed(IB_PC_ERR_SWITCH_REL_F); break; // the "common" one
 	case 1: opts.name_map_file = arg; break;
 	case 2: opts.data_with_errors = true; break;
 	case 3: opts.types |= SHOW_SWITCH; break;
