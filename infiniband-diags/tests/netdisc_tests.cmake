@@ -48,3 +48,8 @@ if(ENABLE_IBDIAGS_COMPAT)
   rdma_fabric_test(NAME scripts_compat TOPO net.2sw2path4hca SM TIMEOUT 600
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/scripts_compat.sh)
 endif()
+if(EXISTS ${PROJECT_SOURCE_DIR}/libibnetdisc/tests/corpus/cache)
+  rdma_fabric_test(NAME netdisc_hostile_caches TIMEOUT 900
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/netdisc_hostile.sh
+      ${PROJECT_SOURCE_DIR}/libibnetdisc/tests/corpus/cache)
+endif()
