@@ -107,8 +107,15 @@ class Walk {
     Walk(Fabric* f, const ibnd_config& cfg, const ib_portid_t& self, unsigned initial_hops)
         : f_(f), cfg_(cfg), self_(self), initial_hops_(initial_hops) {}
     ~Walk() {
-        if (fd_ >= 0)
-            umad_close_port(fd_);
+        if (fd_ < 0)
+            return;
+        // Closing the port drops the agents in the kernel; a MAD layer
+        // that counts agents per process (umad2sim) needs them given back.
+        if (dr_agent_ >= 0)
+            umad_unregister(fd_, dr_agent_);
+        if (smi_agent_ >= 0)
+            umad_unregister(fd_, smi_agent_);
+        umad_close_port(fd_);
     }
 
     int open(char* ca_name, int ca_port) {
