@@ -54,7 +54,6 @@ struct Request {
     int port_num = 0;             // NodeInfo: its port
     // wire state
     uint32_t trid = 0;
-    unsigned tries = 0;
     Clock::time_point deadline;
     bool done = false;
     int umad_status = 0;
@@ -213,7 +212,6 @@ class Walk {
         r.trid = static_cast<uint32_t>(rpc.trid);
         r.deadline = Clock::now() +
                      std::chrono::milliseconds(uint64_t(cfg_.timeout_ms) * (cfg_.retries + 1) + 100);
-        ++r.tries;
         ++sent_;
         ++inflight_;
         by_trid_[r.trid] = &r;
@@ -221,7 +219,7 @@ class Walk {
     }
 
     // No answer, not even the kernel's timeout: the request failed.
-    int retry_or_fail(Request& r) {
+    int expire(Request& r) {
         by_trid_.erase(r.trid);
         --inflight_;
         r.done = true;
@@ -291,7 +289,7 @@ class Walk {
             }
             auto now = Clock::now();
             if (now >= head.deadline) {
-                if (int rc = retry_or_fail(head))
+                if (int rc = expire(head))
                     return rc;
                 continue;
             }
