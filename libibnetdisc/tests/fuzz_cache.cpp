@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 // libFuzzer entry for the fabric cache reader: any byte string must either
 // load into a consistent fabric or be refused, never crash, hang or leak.
-// Build with clang++ -fsanitize=fuzzer,address (tests/run-fuzz.sh); the
+// buildlib/fuzz-run builds it with libFuzzer (rdma_fuzzer, ASan+UBSan); the
 // replay program (fuzz_replay.cpp) runs the corpus under ctest with gcc.
 #include "libibnetdisc/internal.h"
 
