@@ -246,6 +246,54 @@ IBMAD_EXPORT int mad_get_retries(const struct ibmad_port *srcport)
 					   : default_retries;
 }
 
+namespace {
+
+// The argument checks both RPC calls start with (a v1 rpc's error cleared
+// first); false with errno EINVAL when they fail.
+bool rpc_args_ok(const struct ibmad_port *port, ib_rpc_t *rpc,
+		 const ib_portid_t *dport)
+{
+	if (!port || !rpc || !dport) {
+		errno = EINVAL;
+		return false;
+	}
+	if (is_rpc_v1(rpc))
+		set_rpc_error(rpc, 0);
+	if (!rpc_sizes_ok(rpc)) {
+		errno = EINVAL;
+		return false;
+	}
+	return true;
+}
+
+// Sends the len bytes built in sndbuf and waits for the answer in rcvbuf,
+// with the port's timeout and retries; on failure records the error in a
+// v1 rpc and warns as `fn`. Returns the answer's length, < 0 on failure.
+int exchange(const char *fn, const struct ibmad_port *port, ib_rpc_t *rpc,
+	     ib_portid_t *dport, uint8_t *sndbuf, uint8_t *rcvbuf, int len,
+	     int &error)
+{
+	len = do_madrpc(port->port_id, sndbuf, rcvbuf, class_agent(port, rpc),
+			len, mad_get_timeout(port, rpc->timeout),
+			mad_get_retries(port), &error);
+	if (len < 0) {
+		set_rpc_error(rpc, error);
+		warn(fn, "_do_madrpc failed; dport (%s)", portid2str(dport));
+	}
+	return len;
+}
+
+// A non-zero MAD status: reported as `fn` (when errors are shown), errno
+// EIO.
+void status_failed(const char *fn, int status, ib_portid_t *dport)
+{
+	IBMAD_ERRS(fn, "MAD completed with error status 0x%x; dport (%s)",
+		   status, portid2str(dport));
+	errno = EIO;
+}
+
+} // namespace
+
 IBMAD_EXPORT void *mad_rpc(const struct ibmad_port *port, ib_rpc_t *rpc,
 			   ib_portid_t *dport, void *payload, void *rcvdata)
 {
@@ -255,16 +303,8 @@ IBMAD_EXPORT void *mad_rpc(const struct ibmad_port *port, ib_rpc_t *rpc,
 	int status;
 	uint8_t *mad;
 
-	if (!port || !rpc || !dport) {
-		errno = EINVAL;
+	if (!rpc_args_ok(port, rpc, dport))
 		return nullptr;
-	}
-	if (is_rpc_v1(rpc))
-		set_rpc_error(rpc, 0);
-	if (!rpc_sizes_ok(rpc)) {
-		errno = EINVAL;
-		return nullptr;
-	}
 
 	for (int redirects = 0;; redirects++) {
 		std::memset(sndbuf.data(), 0, umad_size() + IB_MAD_SIZE);
@@ -273,16 +313,9 @@ IBMAD_EXPORT void *mad_rpc(const struct ibmad_port *port, ib_rpc_t *rpc,
 		if (len < 0)
 			return nullptr;
 
-		len = do_madrpc(port->port_id, sndbuf.data(), rcvbuf.data(),
-				class_agent(port, rpc), len,
-				mad_get_timeout(port, rpc->timeout),
-				mad_get_retries(port), &error);
-		if (len < 0) {
-			set_rpc_error(rpc, error);
-			warn("mad_rpc", "_do_madrpc failed; dport (%s)",
-			     portid2str(dport));
+		if (exchange("mad_rpc", port, rpc, dport, sndbuf.data(),
+			     rcvbuf.data(), len, error) < 0)
 			return nullptr;
-		}
 
 		mad = static_cast<uint8_t *>(umad_get_mad(rcvbuf.data()));
 		status = get_be16(mad, off::status) & 0x7fff;
@@ -295,10 +328,7 @@ IBMAD_EXPORT void *mad_rpc(const struct ibmad_port *port, ib_rpc_t *rpc,
 	rpc->rstatus = static_cast<uint32_t>(status);
 
 	if (status) {
-		IBMAD_ERRS("mad_rpc",
-			   "MAD completed with error status 0x%x; dport (%s)",
-			   status, portid2str(dport));
-		errno = EIO;
+		status_failed("mad_rpc", status, dport);
 		return nullptr;
 	}
 
@@ -318,39 +348,20 @@ IBMAD_EXPORT void *mad_rpc_rmpp(const struct ibmad_port *port, ib_rpc_t *rpc,
 	IBMAD_DEBUG("mad_rpc_rmpp", "rmpp %p data %p", static_cast<void *>(rmpp),
 		    data);
 
-	if (!port || !rpc || !dport) {
-		errno = EINVAL;
+	if (!rpc_args_ok(port, rpc, dport))
 		return nullptr;
-	}
-	if (is_rpc_v1(rpc))
-		set_rpc_error(rpc, 0);
-	if (!rpc_sizes_ok(rpc)) {
-		errno = EINVAL;
-		return nullptr;
-	}
 	int len = mad_build_pkt(sndbuf.data(), rpc, dport, rmpp, data);
 	if (len < 0)
 		return nullptr;
-
-	len = do_madrpc(port->port_id, sndbuf.data(), rcvbuf.data(),
-			class_agent(port, rpc), len,
-			mad_get_timeout(port, rpc->timeout),
-			mad_get_retries(port), &error);
-	if (len < 0) {
-		set_rpc_error(rpc, error);
-		warn("mad_rpc_rmpp", "_do_madrpc failed; dport (%s)",
-		     portid2str(dport));
+	if (exchange("mad_rpc_rmpp", port, rpc, dport, sndbuf.data(),
+		     rcvbuf.data(), len, error) < 0)
 		return nullptr;
-	}
 	set_rpc_error(rpc, error);
 
 	auto *mad = static_cast<uint8_t *>(umad_get_mad(rcvbuf.data()));
 	int status = get_be16(mad, off::status);
 	if (status) {
-		IBMAD_ERRS("mad_rpc_rmpp",
-			   "MAD completed with error status 0x%x; dport (%s)",
-			   status, portid2str(dport));
-		errno = EIO;
+		status_failed("mad_rpc_rmpp", status, dport);
 		return nullptr;
 	}
 
