@@ -37,11 +37,8 @@ debian_lib=/usr/lib/x86_64-linux-gnu
 out=${FABRIC_DIR:-$(mktemp -d)}/compare-sa
 mkdir -p "$out"
 
-libs=
-for l in libibumad.so.3 libibmad.so.5; do
-    [ -e "$build/lib/$l" ] && libs+=" $l"
-done
-echo "fabric: ${FABRIC_TOPO:-?} sm=$sm; our libraries in build/lib:${libs:- none}"
+. "$here/compare-lib.sh"
+echo "fabric: ${FABRIC_TOPO:-?} sm=$sm; our libraries in build/lib:$(our_libs libibumad.so.3 libibmad.so.5)"
 
 normalize() {
     sed -E -e '/sim_connect: attached as client/d' \
@@ -54,25 +51,6 @@ normalize() {
         -e 's/time [0-9]+(\.[0-9]+)? ms/time N ms/' \
         -e 's|^rtt min/avg/max = .*|rtt min/avg/max = N|' \
         "$1"
-}
-
-# run VARIANT TOOL ARGS...: results in $out/<n>.<variant>.*
-run() {
-    local variant=$1 tool=$2; shift 2
-    local exe lib=
-    case $variant in
-    ref)      exe=/usr/sbin/$tool;;
-    ours)     exe=$build/bin/$tool; lib=$build/lib;;
-    ours-deb) exe=$build/bin/$tool; lib=$debian_lib;;
-    esac
-    local base=$out/$n.$variant start=$SECONDS
-    env ${lib:+LD_LIBRARY_PATH=$lib} LD_PRELOAD="$SIM_PRELOAD" timeout 60 \
-        bash -c 'exe=$1; name=$2; shift 2; exec -a "$name" "$exe" "$@"' \
-        run "$exe" "$tool" "$@" </dev/null >"$base.out.raw" 2>"$base.err.raw"
-    echo $? >"$base.rc"
-    echo $((SECONDS - start)) >"$base.secs"
-    normalize "$base.out.raw" >"$base.out"
-    normalize "$base.err.raw" >"$base.err"
 }
 
 server_pid=
@@ -133,21 +111,7 @@ while IFS= read -r line; do
     run ref "${words[@]}"
     for v in ours ours-deb; do
         run "$v" "${words[@]}"
-        what=
-        cmp -s "$out/$n.ref.out" "$out/$n.$v.out" || what+=" stdout"
-        cmp -s "$out/$n.ref.err" "$out/$n.$v.err" || what+=" stderr"
-        cmp -s "$out/$n.ref.rc" "$out/$n.$v.rc" ||
-            what+=" rc($(cat "$out/$n.ref.rc")/$(cat "$out/$n.$v.rc"))"
-        if [ -z "$what" ]; then
-            pass=$((pass+1))
-            echo "ok   [$v] rc=$(cat "$out/$n.ref.rc") $(cat "$out/$n.$v.secs")s: $line"
-        else
-            fail=$((fail+1))
-            echo "FAIL [$v]$what: $line"
-            diff "$out/$n.ref.out" "$out/$n.$v.out" | head -${DIFF_LINES:-10}
-            diff "$out/$n.ref.err" "$out/$n.$v.err" | head -${DIFF_LINES:-10}
-        fi
+        compare "$v" "$line"
     done
 done <"$cases"
-echo "$pass passed, $fail failed, $skip skipped"
-[ "$fail" = 0 ]
+summary

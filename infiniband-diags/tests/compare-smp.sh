@@ -36,11 +36,8 @@ mkdir -p "$out"
 
 # ours/ref-ours use whichever of our libraries build/lib has (Debian's
 # for the rest): say which.
-libs=
-for l in libibumad.so.3 libibmad.so.5 libibnetdisc.so.5; do
-    [ -e "$build/lib/$l" ] && libs+=" $l"
-done
-echo "our libraries in build/lib:${libs:- none}"
+. "$tests_dir/compare-lib.sh"
+echo "our libraries in build/lib:$(our_libs libibumad.so.3 libibmad.so.5 libibnetdisc.so.5)"
 
 # Values that legitimately change from run to run.
 normalize() {
@@ -49,27 +46,6 @@ normalize() {
         -e 's/activity count [0-9]+/activity count N/' \
         -e 's/^(ActCount:\.*)[0-9]+/\1N/' \
         "$1"
-}
-
-# run VARIANT TOOL ARGS...: results in $out/<n>.<variant>.{out,err,rc}
-run() {
-    local variant=$1 tool=$2; shift 2
-    local exe envs=()
-    case $variant in
-    ref)      exe=/usr/sbin/$tool;;
-    ours)     exe=$build/bin/$tool; envs=(LD_LIBRARY_PATH=$build/lib);;
-    ours-deb) exe=$build/bin/$tool; envs=(LD_LIBRARY_PATH=$debian_lib);;
-    ref-ours) exe=/usr/sbin/$tool; envs=(LD_LIBRARY_PATH=$build/lib);;
-    esac
-    local base=$out/$n.$variant
-    local start=$SECONDS
-    env "${envs[@]}" LD_PRELOAD="$SIM_PRELOAD" timeout 60 \
-        bash -c 'exe=$1; name=$2; shift 2; exec -a "$name" "$exe" "$@"' \
-        run "$exe" "$tool" "$@" </dev/null >"$base.out" 2>"$base.err.raw"
-    echo $? >"$base.rc"
-    echo $((SECONDS - start)) >"$base.secs"
-    normalize "$base.err.raw" >"$base.err"
-    normalize "$base.out" >"$base.outn"
 }
 
 n=0 pass=0 fail=0 skip=0
@@ -116,23 +92,9 @@ while IFS= read -r line; do
     fi
     [ "$settle" = 0 ] || run ref "${words[@]}"
     run ref "${words[@]}"
-    variants="ours ours-deb ref-ours"
-    for v in $variants; do
+    for v in ours ours-deb ref-ours; do
         run "$v" "${words[@]}"
-        what=
-        cmp -s "$out/$n.ref.outn" "$out/$n.$v.outn" || what+=" stdout"
-        cmp -s "$out/$n.ref.err" "$out/$n.$v.err" || what+=" stderr"
-        cmp -s "$out/$n.ref.rc" "$out/$n.$v.rc" || what+=" rc($(cat "$out/$n.ref.rc")/$(cat "$out/$n.$v.rc"))"
-        if [ -z "$what" ]; then
-            pass=$((pass+1))
-            echo "ok   [$v] rc=$(cat "$out/$n.ref.rc") $(cat "$out/$n.$v.secs")s: $line"
-        else
-            fail=$((fail+1))
-            echo "FAIL [$v]$what: $line"
-            diff "$out/$n.ref.outn" "$out/$n.$v.outn" | head -${DIFF_LINES:-10}
-            diff "$out/$n.ref.err" "$out/$n.$v.err" | head -${DIFF_LINES:-10}
-        fi
+        compare "$v" "$line"
     done
 done <"$cases"
-echo "$pass passed, $fail failed, $skip skipped"
-[ "$fail" = 0 ]
+summary
