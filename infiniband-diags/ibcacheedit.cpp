@@ -13,6 +13,7 @@
 #include <infiniband/mad.h>
 
 #include "ibdiag_common.h"
+#include "netdisc_common.h"
 
 namespace {
 
@@ -114,10 +115,6 @@ int rename_nodes(ibnd_fabric_t *fabric, int type, const Edit &e)
 	return found;
 }
 
-struct FabricDeleter {
-	void operator()(ibnd_fabric_t *f) const { ibnd_destroy_fabric(f); }
-};
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -141,7 +138,7 @@ int main(int argc, char **argv)
 	if (!updated)
 		IBEXIT("new cache file not specified");
 
-	std::unique_ptr<ibnd_fabric_t, FabricDeleter> fabric(ibnd_load_fabric(orig, 0));
+	netdisc::Fabric fabric(ibnd_load_fabric(orig, 0));
 	if (!fabric)
 		IBEXIT("loading original cached fabric failed");
 

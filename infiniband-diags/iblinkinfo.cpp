@@ -14,7 +14,7 @@
 #include <infiniband/mad.h>
 
 #include "ibdiag_common.h"
-#include "ibdiag_netdisc.h"
+#include "netdisc_common.h"
 
 namespace {
 
@@ -26,14 +26,11 @@ enum : unsigned {
 	CHECK_DEFAULT = CHECK_PORT | CHECK_STATE,
 };
 
-// PortState 1 is Down; bit 0 of the Mellanox LinkSpeedActive is FDR10.
-constexpr unsigned IB_LINK_DOWN = 1;
-constexpr unsigned FDR10 = 0x01;
-
-struct FabricDeleter {
-	void operator()(ibnd_fabric_t *f) const { ibnd_destroy_fabric(f); }
-};
-using Fabric = std::unique_ptr<ibnd_fabric_t, FabricDeleter>;
+using netdisc::desc_differs;
+using netdisc::ext_num;
+using netdisc::Fabric;
+using netdisc::field;
+using netdisc::IB_LINK_DOWN;
 
 struct Options {
 	std::string name_map_file;
@@ -55,22 +52,9 @@ Options opts;
 Fabric filter_fabric;
 std::unique_ptr<ibdiag::NodeNameMap> name_map;
 
-unsigned field(const uint8_t *buf, enum MAD_FIELDS f)
-{
-	return mad_get_field(const_cast<uint8_t *>(buf), 0, f);
-}
-
 std::string mapped_name(const ibnd_node_t *node)
 {
 	return name_map->remap(node->guid, node->nodedesc);
-}
-
-// mad_dump_val into a std::string
-std::string dumped(enum MAD_FIELDS f, int value)
-{
-	char buf[64];
-	mad_dump_val(f, buf, sizeof(buf), &value);
-	return buf;
 }
 
 const char *pre(const char *prefix)
@@ -91,44 +75,9 @@ bool down_in_filter(const ibnd_node_t *node, const ibnd_port_t *port)
 // "(4X  2.5 Gbps Active/  LinkUp)" and the optional HOQ part
 std::string link_text(const ibnd_port_t *port, int state, int phys)
 {
-	char buf[256];
-	int n;
-	if (state == IB_LINK_DOWN) {
-		// a down port's other PortInfo fields carry no meaning (C14-24.2.1)
-		n = snprintf(buf, sizeof(buf), "(              %6s/%8s)",
-			     dumped(IB_PORT_STATE_F, state).c_str(),
-			     dumped(IB_PORT_PHYS_STATE_F, phys).c_str());
-		return std::string(buf, n);
-	}
-
-	int width = field(port->info, IB_PORT_LINK_WIDTH_ACTIVE_F);
-	int speed = field(port->info, IB_PORT_LINK_SPEED_ACTIVE_F);
-	int espeed = 0;
-	bool fdr10 = field(port->ext_info, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F) & FDR10;
-	const uint8_t *caps = nullptr;
-	if (port->node->type != IB_NODE_SWITCH)
-		caps = port->info;
-	else if (port->node->ports[0])
-		caps = port->node->ports[0]->info;
-	if (!caps)
-		width = speed = 0;
-	else if (field(caps, IB_PORT_CAPMASK_F) & (1u << 14)) // IsExtendedSpeedsSupported
-		espeed = field(port->info, IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
-
-	std::string speed_str;
-	if (espeed)
-		speed_str = dumped(IB_PORT_LINK_SPEED_EXT_ACTIVE_F, espeed);
-	else if (fdr10)
-		speed_str = "10.0 Gbps (FDR10)";
-	else
-		speed_str = dumped(IB_PORT_LINK_SPEED_ACTIVE_F, speed);
-
-	n = snprintf(buf, sizeof(buf), "(%3s %18s %6s/%8s)",
-		     dumped(IB_PORT_LINK_WIDTH_ACTIVE_F, width).c_str(),
-		     speed_str.c_str(), dumped(IB_PORT_STATE_F, state).c_str(),
-		     dumped(IB_PORT_PHYS_STATE_F, phys).c_str());
-	std::string text(buf, std::min<size_t>(n, sizeof(buf) - 1));
-	if (opts.hoq_settings) {
+	std::string text = netdisc::link_text(port, state, phys);
+	if (state != static_cast<int>(IB_LINK_DOWN) && opts.hoq_settings) {
+		char buf[256];
 		snprintf(buf, sizeof(buf), " (HOQ:%d VL_Stall:%d)",
 			 field(port->info, IB_PORT_HOQ_LIFE_F),
 			 field(port->info, IB_PORT_VL_STALL_COUNT_F));
@@ -136,11 +85,6 @@ std::string link_text(const ibnd_port_t *port, int state, int phys)
 		text.resize(std::min<size_t>(text.size(), 255));
 	}
 	return text;
-}
-
-std::string ext_num(const ibnd_port_t *port)
-{
-	return port->ext_portnum ? std::to_string(port->ext_portnum) : std::string();
 }
 
 void print_port(ibnd_node_t *node, ibnd_port_t *port, const char *prefix)
@@ -154,25 +98,13 @@ void print_port(ibnd_node_t *node, ibnd_port_t *port, const char *prefix)
 
 	std::string link = link_text(port, state, phys);
 
-	char remote[256];
-	if (ibnd_port_t *peer = port->remoteport) {
-		char width_msg[256] = "", speed_msg[256] = "";
-		ibdiag::get_max_msg(width_msg, speed_msg, sizeof(width_msg), port);
-		char peer_guid[32] = "";
-		if (opts.line_mode)
-			snprintf(peer_guid, sizeof(peer_guid), "0x%016" PRIx64 " ", peer->guid);
-		int n = snprintf(remote, sizeof(remote), "%s%6d %4d[%2s] \"%s\" (%s %s)\n",
-				 peer_guid,
-				 peer->base_lid ? peer->base_lid : peer->node->smalid,
-				 peer->portnum, ext_num(peer).c_str(),
-				 mapped_name(peer->node).c_str(), width_msg, speed_msg);
-		if (n > static_cast<int>(sizeof(remote)))
-			fputs("WARN: string buffer overflow\n", stderr);
-	} else if (state == IB_LINK_DOWN) {
-		snprintf(remote, sizeof(remote), "           [  ] \"\" ( )\n");
-	} else {
-		snprintf(remote, sizeof(remote), "    \"Port not available\"\n");
-	}
+	std::string remote;
+	if (port->remoteport)
+		remote = netdisc::peer_text(port, opts.line_mode, *name_map);
+	else if (state == IB_LINK_DOWN)
+		remote = "           [  ] \"\" ( )\n";
+	else
+		remote = "    \"Port not available\"\n";
 
 	if (opts.line_mode)
 		printf("%s0x%016" PRIx64 " \"%30s\" ", pre(prefix), port->guid,
@@ -187,7 +119,7 @@ void print_port(ibnd_node_t *node, ibnd_port_t *port, const char *prefix)
 		lid = port->base_lid;
 	}
 	printf("%6d %4d[%2s] ==%s==>  %s", lid, port->portnum, ext_num(port).c_str(),
-	       link.c_str(), remote);
+	       link.c_str(), remote.c_str());
 }
 
 const char *type_word(const ibnd_node_t *node)
@@ -255,11 +187,6 @@ struct DiffSide {
 	const char *mine;
 	const char *theirs;
 };
-
-bool desc_differs(const ibnd_node_t *a, const ibnd_node_t *b)
-{
-	return memcmp(a->nodedesc, b->nodedesc, IB_SMP_DATA_SIZE) != 0;
-}
 
 void diff_ports(ibnd_node_t *a_node, ibnd_node_t *b_node, int *shown,
 		const DiffSide &d)
@@ -344,34 +271,11 @@ void print_diff(ibnd_node_t *node, ibnd_fabric_t *orig, ibnd_fabric_t *now)
 
 int parse_checks(const char *arg)
 {
-	static const struct {
-		const char *key;
-		unsigned bit;
-	} keys[] = {
+	static const netdisc::CheckKey keys[] = {
 		{"port", CHECK_PORT}, {"state", CHECK_STATE},
 		{"lid", CHECK_LID},   {"nodedesc", CHECK_NODEDESC},
 	};
-	opts.checks = 0;
-	std::string_view rest(arg);
-	while (!rest.empty()) {
-		size_t comma = rest.find(',');
-		std::string key(rest.substr(0, comma));
-		rest = comma == std::string_view::npos ? std::string_view{}
-						      : rest.substr(comma + 1);
-		if (key.empty())
-			continue;
-		bool known = false;
-		for (const auto &k : keys)
-			if (!strcasecmp(key.c_str(), k.key)) {
-				opts.checks |= k.bit;
-				known = true;
-			}
-		if (!known) {
-			fprintf(stderr, "invalid diff check key: %s\n", key.c_str());
-			return -1;
-		}
-	}
-	return 0;
+	return netdisc::parse_check_keys(arg, keys, opts.checks);
 }
 
 int take_option(ibnd_config &cfg, int ch, char *arg)

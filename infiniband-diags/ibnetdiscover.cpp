@@ -21,8 +21,13 @@
 #include <infiniband/umad.h>
 
 #include "ibdiag_common.h"
+#include "netdisc_common.h"
 
 namespace {
+
+using netdisc::desc_differs;
+using netdisc::Fabric;
+using netdisc::field;
 
 // --diffcheck keys
 enum : unsigned {
@@ -136,11 +141,6 @@ std::string cleaned(const char *desc)
 const char *prefix_or_empty(const char *p)
 {
 	return p ? p : "";
-}
-
-unsigned field(const uint8_t *buf, enum MAD_FIELDS f)
-{
-	return mad_get_field(const_cast<uint8_t *>(buf), 0, f);
 }
 
 uint64_t field64(const uint8_t *buf, enum MAD_FIELDS f)
@@ -444,24 +444,12 @@ void ports_report(ibnd_node_t *node, void *)
 		ibnd_port_t *port = node->ports[p];
 		if (!port)
 			continue;
-		unsigned width = field(port->info, IB_PORT_LINK_WIDTH_ACTIVE_F);
-		unsigned speed = field(port->info, IB_PORT_LINK_SPEED_ACTIVE_F);
-		unsigned espeed = 0;
-		const uint8_t *caps = nullptr;
-		if (node->type != IB_NODE_SWITCH)
-			caps = port->info;
-		else if (node->ports[0])
-			caps = node->ports[0]->info;
-		if (!caps)
-			width = speed = 0;
-		else if (has_ext_speeds(caps))
-			espeed = field(port->info, IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
-
+		netdisc::ActiveLink l = netdisc::active_link(port);
 		std::string name = mapped_name(node);
 		printf("%2s %5d %2d 0x%016" PRIx64 " %s %s", short_type(node),
 		       node->type == IB_NODE_SWITCH ? node->smalid : port->base_lid,
-		       port->portnum, port->guid, width_name(width),
-		       link_speed(speed, espeed));
+		       port->portnum, port->guid, width_name(l.width),
+		       link_speed(l.speed, l.espeed));
 		if (ibnd_port_t *peer = port->remoteport) {
 			std::string peer_name = mapped_name(peer->node);
 			printf(" - %2s %5d %2d 0x%016" PRIx64 " ( '%s' - '%s' )\n",
@@ -486,11 +474,6 @@ struct DiffSide {
 	DetailFn detail;
 	PortFn port;
 };
-
-bool desc_differs(const ibnd_node_t *a, const ibnd_node_t *b)
-{
-	return memcmp(a->nodedesc, b->nodedesc, IB_SMP_DATA_SIZE) != 0;
-}
 
 void diff_ports(ibnd_node_t *a_node, ibnd_node_t *b_node, bool &header_done,
 		const DiffSide &d)
@@ -601,37 +584,12 @@ void print_diff(ibnd_fabric_t *orig, ibnd_fabric_t *now)
 
 int parse_checks(const char *arg)
 {
-	static const struct {
-		const char *key;
-		unsigned bit;
-	} keys[] = {
+	static const netdisc::CheckKey keys[] = {
 		{"sw", CHECK_SWITCH},   {"ca", CHECK_CA},   {"router", CHECK_ROUTER},
 		{"port", CHECK_PORT},   {"lid", CHECK_LID}, {"nodedesc", CHECK_NODEDESC},
 	};
-	opts.checks = 0;
-	std::string_view rest(arg);
-	while (!rest.empty()) {
-		size_t comma = rest.find(',');
-		std::string key(rest.substr(0, comma));
-		rest = comma == std::string_view::npos ? std::string_view{}
-						      : rest.substr(comma + 1);
-		if (key.empty()) // strtok skips empty fields
-			continue;
-		bool known = false;
-		for (const auto &k : keys) {
-			if (!strcasecmp(key.c_str(), k.key)) {
-				opts.checks |= k.bit;
-				known = true;
-			}
-		}
-		if (!known) {
-			fprintf(stderr, "invalid diff check key: %s\n", key.c_str());
-			return -1;
-		}
-	}
-	return 0;
+	return netdisc::parse_check_keys(arg, keys, opts.checks);
 }
-
 
 int take_option(ibnd_config &cfg, int ch, char *arg)
 {
@@ -658,11 +616,6 @@ int take_option(ibnd_config &cfg, int ch, char *arg)
 	}
 	return 0;
 }
-
-struct FabricDeleter {
-	void operator()(ibnd_fabric_t *f) const { ibnd_destroy_fabric(f); }
-};
-using Fabric = std::unique_ptr<ibnd_fabric_t, FabricDeleter>;
 
 } // namespace
 

@@ -17,13 +17,14 @@
 #include <infiniband/mad.h>
 
 #include "ibdiag_common.h"
-#include "ibdiag_netdisc.h"
+#include "netdisc_common.h"
 
 namespace {
 
+using netdisc::Fabric;
+using netdisc::field;
+
 // Facts of the IBA spec the reference takes from its ib_types.h:
-constexpr unsigned IB_LINK_DOWN = 1;              // PortState Down
-constexpr unsigned FDR10 = 0x01;                  // Mellanox LinkSpeedActive bit
 // PerfMgt ClassPortInfo CapabilityMask bits (host order)
 constexpr uint16_t PM_ALL_PORT_SELECT = 1u << 8;
 constexpr uint16_t PM_EXT_WIDTH = 1u << 9;
@@ -42,11 +43,6 @@ constexpr int ALL_PORTS = 0xFF;
 constexpr int MAX_SUPPRESSED = 64;
 
 enum : unsigned { SHOW_SWITCH = 1, SHOW_CA = 2, SHOW_ROUTER = 4, SHOW_ALL = 0xFF };
-
-struct FabricDeleter {
-	void operator()(ibnd_fabric_t *f) const { ibnd_destroy_fabric(f); }
-};
-using Fabric = std::unique_ptr<ibnd_fabric_t, FabricDeleter>;
 
 struct Options {
 	std::string name_map_file;
@@ -83,11 +79,6 @@ std::map<unsigned, uint64_t> thresholds; // by IB_PC_EXT_* field
 bool thresholds_read = false;
 std::string thresholds_text;
 std::vector<uint16_t> lid_sl(48 * 1024); // SL to each LID (PathRecords)
-
-unsigned field(const uint8_t *buf, enum MAD_FIELDS f)
-{
-	return mad_get_field(const_cast<uint8_t *>(buf), 0, f);
-}
 
 int timeout()
 {
@@ -186,65 +177,20 @@ std::string mapped_name(const ibnd_node_t *node)
 	return name_map->remap(node->guid, node->nodedesc);
 }
 
-std::string dumped(enum MAD_FIELDS f, int value)
-{
-	char buf[64];
-	mad_dump_val(f, buf, sizeof(buf), &value);
-	return buf;
-}
-
-// -r: the "Link info:" line of a bad port
+// -r: the "Link info:" line of a bad port (iblinkinfo -l's link and peer)
 void print_link(ibnd_node_t *node, int portnum)
 {
 	ibnd_port_t *port = node->ports[portnum];
 	if (!port)
 		return;
-	int state = field(port->info, IB_PORT_STATE_F);
-	int phys = field(port->info, IB_PORT_PHYS_STATE_F);
-	char link[256];
-	if (state != IB_LINK_DOWN) {
-		int width = field(port->info, IB_PORT_LINK_WIDTH_ACTIVE_F);
-		int speed = field(port->info, IB_PORT_LINK_SPEED_ACTIVE_F);
-		bool fdr10 = field(port->ext_info, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F) & FDR10;
-		const uint8_t *caps = port->node->type == IB_NODE_SWITCH
-			? (port->node->ports[0] ? port->node->ports[0]->info : nullptr)
-			: port->info;
-		int espeed = 0;
-		if (!caps)
-			width = speed = 0;
-		else if (field(caps, IB_PORT_CAPMASK_F) & (1u << 14))
-			espeed = field(port->info, IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
-		std::string speed_str = espeed ? dumped(IB_PORT_LINK_SPEED_EXT_ACTIVE_F, espeed)
-				      : fdr10 ? std::string("10.0 Gbps (FDR10)")
-					      : dumped(IB_PORT_LINK_SPEED_ACTIVE_F, speed);
-		snprintf(link, sizeof(link), "(%3s %18s %6s/%8s)",
-			 dumped(IB_PORT_LINK_WIDTH_ACTIVE_F, width).c_str(), speed_str.c_str(),
-			 dumped(IB_PORT_STATE_F, state).c_str(),
-			 dumped(IB_PORT_PHYS_STATE_F, phys).c_str());
-	} else {
-		snprintf(link, sizeof(link), "(              %6s/%8s)",
-			 dumped(IB_PORT_STATE_F, state).c_str(),
-			 dumped(IB_PORT_PHYS_STATE_F, phys).c_str());
-	}
-
-	char remote[256];
-	if (ibnd_port_t *peer = port->remoteport) {
-		char width_msg[256] = "", speed_msg[256] = "";
-		ibdiag::get_max_msg(width_msg, speed_msg, sizeof(width_msg), port);
-		std::string ext = peer->ext_portnum ? std::to_string(peer->ext_portnum) : "";
-		int n = snprintf(remote, sizeof(remote), "0x%016" PRIx64 " %6d %4d[%2s] \"%s\" (%s %s)\n",
-				 peer->guid, peer->base_lid ? peer->base_lid : peer->node->smalid,
-				 peer->portnum, ext.c_str(), mapped_name(peer->node).c_str(),
-				 width_msg, speed_msg);
-		if (n > static_cast<int>(sizeof(remote)))
-			fputs("WARN: string buffer overflow\n", stderr);
-	} else {
-		snprintf(remote, sizeof(remote), "           [  ] \"\" ( )\n");
-	}
-	std::string ext = port->ext_portnum ? std::to_string(port->ext_portnum) : "";
+	std::string link = netdisc::link_text(port, field(port->info, IB_PORT_STATE_F),
+					      field(port->info, IB_PORT_PHYS_STATE_F));
+	std::string remote = port->remoteport ? netdisc::peer_text(port, true, *name_map)
+					      : "           [  ] \"\" ( )\n";
 	printf("       Link info: %6d",
 	       node->type == IB_NODE_SWITCH ? node->smalid : port->base_lid);
-	printf("%4d[%2s] ==%s==>  %s", port->portnum, ext.c_str(), link, remote);
+	printf("%4d[%2s] ==%s==>  %s", port->portnum, netdisc::ext_num(port).c_str(),
+	       link.c_str(), remote.c_str());
 }
 
 // Appends " [Name == v]" to text; the snprintf-style bound of the

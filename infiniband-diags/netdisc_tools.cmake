@@ -6,10 +6,14 @@
 
 option(ENABLE_IBDIAGS_COMPAT "Install the obsolete infiniband-diags scripts (ibcheckerrors, ibprintca, ...)" OFF)
 
+# What these tools share (fabric handle, link text, --diffcheck parser).
+add_library(ibdiags_netdisc_common STATIC netdisc_common.cpp)
+target_link_libraries(ibdiags_netdisc_common PUBLIC ibdiags_common ibnetdisc ibmad)
+
 foreach(tool ibnetdiscover iblinkinfo ibqueryerrors ibcacheedit)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${tool}.cpp)
     rdma_sbin_executable(${tool} ${tool}.cpp)
-    target_link_libraries(${tool} PRIVATE ibdiags_common ibnetdisc ibmad ibumad)
+    target_link_libraries(${tool} PRIVATE ibdiags_netdisc_common ibdiags_common ibnetdisc ibmad ibumad)
   endif()
 endforeach()
 

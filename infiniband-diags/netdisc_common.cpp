@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "netdisc_common.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <strings.h>
+
+#include "ibdiag_netdisc.h"
+
+namespace netdisc {
+
+namespace {
+constexpr unsigned FDR10 = 0x01;                   // Mellanox LinkSpeedActive bit
+constexpr unsigned CAP_EXT_SPEEDS = 1u << 14;      // IsExtendedSpeedsSupported
+} // namespace
+
+unsigned field(const uint8_t *buf, enum MAD_FIELDS f)
+{
+	return mad_get_field(const_cast<uint8_t *>(buf), 0, f);
+}
+
+std::string dumped(enum MAD_FIELDS f, int value)
+{
+	char buf[64];
+	mad_dump_val(f, buf, sizeof(buf), &value);
+	return buf;
+}
+
+bool desc_differs(const ibnd_node_t *a, const ibnd_node_t *b)
+{
+	return memcmp(a->nodedesc, b->nodedesc, IB_SMP_DATA_SIZE) != 0;
+}
+
+ActiveLink active_link(const ibnd_port_t *port)
+{
+	ActiveLink l;
+	l.width = field(port->info, IB_PORT_LINK_WIDTH_ACTIVE_F);
+	l.speed = field(port->info, IB_PORT_LINK_SPEED_ACTIVE_F);
+	const uint8_t *caps = nullptr;
+	if (port->node->type != IB_NODE_SWITCH)
+		caps = port->info;
+	else if (port->node->ports[0])
+		caps = port->node->ports[0]->info;
+	if (!caps)
+		l.width = l.speed = 0;
+	else if (field(caps, IB_PORT_CAPMASK_F) & CAP_EXT_SPEEDS)
+		l.espeed = field(port->info, IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
+	return l;
+}
+
+std::string link_text(const ibnd_port_t *port, int state, int phys)
+{
+	char buf[256];
+	int n;
+	if (state == static_cast<int>(IB_LINK_DOWN)) {
+		// a down port's other PortInfo fields carry no meaning (C14-24.2.1)
+		n = snprintf(buf, sizeof(buf), "(              %6s/%8s)",
+			     dumped(IB_PORT_STATE_F, state).c_str(),
+			     dumped(IB_PORT_PHYS_STATE_F, phys).c_str());
+	} else {
+		ActiveLink l = active_link(port);
+		bool fdr10 = field(port->ext_info, IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F) & FDR10;
+		std::string speed_str;
+		if (l.espeed)
+			speed_str = dumped(IB_PORT_LINK_SPEED_EXT_ACTIVE_F, l.espeed);
+		else if (fdr10)
+			speed_str = "10.0 Gbps (FDR10)";
+		else
+			speed_str = dumped(IB_PORT_LINK_SPEED_ACTIVE_F, l.speed);
+		n = snprintf(buf, sizeof(buf), "(%3s %18s %6s/%8s)",
+			     dumped(IB_PORT_LINK_WIDTH_ACTIVE_F, l.width).c_str(),
+			     speed_str.c_str(), dumped(IB_PORT_STATE_F, state).c_str(),
+			     dumped(IB_PORT_PHYS_STATE_F, phys).c_str());
+	}
+	return std::string(buf, std::min<size_t>(n, sizeof(buf) - 1));
+}
+
+std::string ext_num(const ibnd_port_t *port)
+{
+	return port->ext_portnum ? std::to_string(port->ext_portnum) : std::string();
+}
+
+std::string peer_text(ibnd_port_t *port, bool with_guid, const ibdiag::NodeNameMap &map)
+{
+	ibnd_port_t *peer = port->remoteport;
+	char width_msg[256] = "", speed_msg[256] = "";
+	ibdiag::get_max_msg(width_msg, speed_msg, sizeof(width_msg), port);
+	char peer_guid[32] = "";
+	if (with_guid)
+		snprintf(peer_guid, sizeof(peer_guid), "0x%016" PRIx64 " ", peer->guid);
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "%s%6d %4d[%2s] \"%s\" (%s %s)\n", peer_guid,
+			 peer->base_lid ? peer->base_lid : peer->node->smalid, peer->portnum,
+			 ext_num(peer).c_str(),
+			 map.remap(peer->node->guid, peer->node->nodedesc).c_str(), width_msg,
+			 speed_msg);
+	if (n > static_cast<int>(sizeof(buf)))
+		fputs("WARN: string buffer overflow\n", stderr);
+	return std::string(buf, std::min<size_t>(n, sizeof(buf) - 1));
+}
+
+int parse_check_keys(const char *arg, std::span<const CheckKey> keys, unsigned &checks)
+{
+	checks = 0;
+	std::string_view rest(arg);
+	while (!rest.empty()) {
+		size_t comma = rest.find(',');
+		std::string key(rest.substr(0, comma));
+		rest = comma == std::string_view::npos ? std::string_view{}
+						      : rest.substr(comma + 1);
+		if (key.empty()) // strtok skips empty fields
+			continue;
+		bool known = false;
+		for (const auto &k : keys) {
+			if (!strcasecmp(key.c_str(), k.key)) {
+				checks |= k.bit;
+				known = true;
+			}
+		}
+		if (!known) {
+			fprintf(stderr, "invalid diff check key: %s\n", key.c_str());
+			return -1;
+		}
+	}
+	return 0;
+}
+
+} // namespace netdisc
