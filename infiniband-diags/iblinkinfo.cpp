@@ -412,28 +412,9 @@ int main(int argc, char **argv)
 	    !(filter_fabric = Fabric(ibnd_load_fabric(opts.filter_cache.c_str(), 0))))
 		IBEXIT("loading cached fabric for filterdownports failed\n");
 
-	Fabric fabric;
-	if (!opts.cache_in.empty()) {
-		fabric.reset(ibnd_load_fabric(opts.cache_in.c_str(), 0));
-		if (!fabric) {
-			fputs("loading cached fabric failed\n", stderr);
-			exit(1);
-		}
-	} else {
-		if (resolved >= 0) {
-			if (!config.max_hops)
-				config.max_hops = 1;
-			fabric.reset(ibnd_discover_fabric(cfg.ca, cfg.ca_port, &start, &config));
-			if (!fabric)
-				IBWARN("Partial fabric scan failed; attempting full scan\n");
-		}
-		if (!fabric)
-			fabric.reset(ibnd_discover_fabric(cfg.ca, cfg.ca_port, nullptr, &config));
-		if (!fabric) {
-			fputs("discover failed\n", stderr);
-			return 1;
-		}
-	}
+	Fabric fabric = netdisc::load_or_discover(
+		opts.cache_in, resolved >= 0 ? &start : nullptr, config,
+		"Partial fabric scan failed; attempting full scan\n", 1);
 
 	if (!opts.all && opts.guid_str) {
 		print_selected(fabric.get(), earlier.get(), opts.guid, opts.guid_str);

@@ -752,28 +752,9 @@ int main(int argc, char **argv)
 	mad_rpc_close_port(srcport);
 	srcport = nullptr;
 
-	Fabric fabric;
-	if (!opts.cache_in.empty()) {
-		fabric.reset(ibnd_load_fabric(opts.cache_in.c_str(), 0));
-		if (!fabric) {
-			fputs("loading cached fabric failed\n", stderr);
-			exit(255);
-		}
-	} else {
-		if (resolved >= 0) {
-			if (!config.max_hops)
-				config.max_hops = 1;
-			fabric.reset(ibnd_discover_fabric(cfg.ca, cfg.ca_port, &target, &config));
-			if (!fabric)
-				IBWARN("Single node discover failed; attempting full scan");
-		}
-		if (!fabric)
-			fabric.reset(ibnd_discover_fabric(cfg.ca, cfg.ca_port, nullptr, &config));
-		if (!fabric) {
-			fputs("discover failed\n", stderr);
-			exit(255);
-		}
-	}
+	Fabric fabric = netdisc::load_or_discover(
+		opts.cache_in, resolved >= 0 ? &target : nullptr, config,
+		"Single node discover failed; attempting full scan", 255);
 
 	read_thresholds();
 

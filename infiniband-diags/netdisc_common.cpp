@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ibdiag_netdisc.h"
 
@@ -100,6 +101,35 @@ std::string peer_text(ibnd_port_t *port, bool with_guid, const ibdiag::NodeNameM
 	if (n > static_cast<int>(sizeof(buf)))
 		fputs("WARN: string buffer overflow\n", stderr);
 	return std::string(buf, std::min<size_t>(n, sizeof(buf) - 1));
+}
+
+Fabric load_or_discover(const std::string &cache, ib_portid_t *start, ibnd_config &config,
+			const char *partial_failed, int status)
+{
+	Fabric fabric;
+	if (!cache.empty()) {
+		fabric.reset(ibnd_load_fabric(cache.c_str(), 0));
+		if (!fabric) {
+			fputs("loading cached fabric failed\n", stderr);
+			exit(status);
+		}
+		return fabric;
+	}
+	const ibdiag::Settings &cfg = ibdiag::cfg;
+	if (start) {
+		if (!config.max_hops)
+			config.max_hops = 1;
+		fabric.reset(ibnd_discover_fabric(cfg.ca, cfg.ca_port, start, &config));
+		if (!fabric) // IBWARN's format, under the name it always had
+			fprintf(stderr, "ibwarn: [%d] main: %s\n", (int)getpid(), partial_failed);
+	}
+	if (!fabric)
+		fabric.reset(ibnd_discover_fabric(cfg.ca, cfg.ca_port, nullptr, &config));
+	if (!fabric) {
+		fputs("discover failed\n", stderr);
+		exit(status);
+	}
+	return fabric;
 }
 
 int parse_check_keys(const char *arg, std::span<const CheckKey> keys, unsigned &checks)

@@ -57,6 +57,14 @@ std::string ext_num(const ibnd_port_t *port);
 // stderr). port->remoteport must be set.
 std::string peer_text(ibnd_port_t *port, bool with_guid, const ibdiag::NodeNameMap &map);
 
+// The fabric to report on: the --load-cache file when cache is set, else a
+// scan from start (when not null; max_hops 1 unless -n set it) that falls
+// back to the whole subnet after warning partial_failed (as an IBWARN from
+// main, where the tools had it). A cache that does not load, or a scan that
+// fails, prints the reference's message and exits with status.
+Fabric load_or_discover(const std::string &cache, ib_portid_t *start, ibnd_config &config,
+			const char *partial_failed, int status);
+
 // --diffcheck: comma-separated keys (case-insensitive, empty ones skipped)
 // into checks; an unknown key prints the reference's message and gives -1.
 struct CheckKey {
