@@ -362,22 +362,12 @@ int main(int argc, char **argv)
 			cfg.ca_port);
 		exit(1);
 	}
-	smp_mkey_set(srcport, cfg.mkey);
-	if (cfg.timeout) {
-		mad_rpc_set_timeout(srcport, cfg.timeout);
-		config.timeout_ms = cfg.timeout;
-	}
-	config.flags = cfg.ibnetdisc_flags;
-	config.mkey = cfg.mkey;
+	netdisc::setup_scan(srcport, config);
 
 	name_map = std::make_unique<ibdiag::NodeNameMap>(
 		opts.name_map_file.empty() ? nullptr : opts.name_map_file.c_str());
 
-	if (!opts.dr_path.empty() && !opts.cache_in.empty()) {
-		mad_rpc_close_port(srcport);
-		fputs("Cannot specify cache and direct route path\n", stderr);
-		exit(1);
-	}
+	netdisc::reject_cache_with_dr(opts.dr_path, opts.cache_in, srcport, 1);
 
 	ib_portid_t start{};
 	int resolved = -1;

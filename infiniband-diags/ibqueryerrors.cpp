@@ -706,19 +706,9 @@ int main(int argc, char **argv)
 	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, classes, 4);
 	if (!srcport)
 		IBEXIT("Failed to open port; %s:%d\n", cfg.ca ? cfg.ca : "(null)", cfg.ca_port);
-	smp_mkey_set(srcport, cfg.mkey);
-	if (cfg.timeout) {
-		mad_rpc_set_timeout(srcport, cfg.timeout);
-		config.timeout_ms = cfg.timeout;
-	}
-	config.flags = cfg.ibnetdisc_flags;
-	config.mkey = cfg.mkey;
+	netdisc::setup_scan(srcport, config);
 
-	if (!opts.dr_path.empty() && !opts.cache_in.empty()) {
-		mad_rpc_close_port(srcport);
-		fputs("Cannot specify cache and direct route path\n", stderr);
-		exit(255);
-	}
+	netdisc::reject_cache_with_dr(opts.dr_path, opts.cache_in, srcport, 255);
 
 	ib_portid_t self{};
 	int self_port = 0;

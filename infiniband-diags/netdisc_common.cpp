@@ -103,6 +103,28 @@ std::string peer_text(ibnd_port_t *port, bool with_guid, const ibdiag::NodeNameM
 	return std::string(buf, std::min<size_t>(n, sizeof(buf) - 1));
 }
 
+void setup_scan(struct ibmad_port *srcport, ibnd_config &config)
+{
+	const ibdiag::Settings &cfg = ibdiag::cfg;
+	smp_mkey_set(srcport, cfg.mkey);
+	if (cfg.timeout) {
+		mad_rpc_set_timeout(srcport, cfg.timeout);
+		config.timeout_ms = cfg.timeout;
+	}
+	config.flags = cfg.ibnetdisc_flags;
+	config.mkey = cfg.mkey;
+}
+
+void reject_cache_with_dr(const std::string &dr_path, const std::string &cache,
+			  struct ibmad_port *srcport, int status)
+{
+	if (dr_path.empty() || cache.empty())
+		return;
+	mad_rpc_close_port(srcport);
+	fputs("Cannot specify cache and direct route path\n", stderr);
+	exit(status);
+}
+
 Fabric load_or_discover(const std::string &cache, ib_portid_t *start, ibnd_config &config,
 			const char *partial_failed, int status)
 {

@@ -57,6 +57,14 @@ std::string ext_num(const ibnd_port_t *port);
 // stderr). port->remoteport must be set.
 std::string peer_text(ibnd_port_t *port, bool with_guid, const ibdiag::NodeNameMap &map);
 
+// After opening srcport: -y's M_Key on it, -t's timeout on it and on the
+// scan, the ibdiag.conf scan flags and M_Key into config.
+void setup_scan(struct ibmad_port *srcport, ibnd_config &config);
+
+// -D with --load-cache: closes srcport, says so and exits with status.
+void reject_cache_with_dr(const std::string &dr_path, const std::string &cache,
+			  struct ibmad_port *srcport, int status);
+
 // The fabric to report on: the --load-cache file when cache is set, else a
 // scan from start (when not null; max_hops 1 unless -n set it) that falls
 // back to the whole subnet after warning partial_failed (as an IBWARN from
