@@ -323,7 +323,6 @@ const MatchRec match_tbl[] = {
 int main(int argc, char **argv)
 {
 	int mgmt_classes[3] = {IB_SMI_CLASS, IB_SA_CLASS, IB_CC_CLASS};
-	ib_portid_t portid = {};
 
 	std::string usage =
 		"[-c key] <op> <lid|guid>\n"
@@ -337,16 +336,7 @@ int main(int argc, char **argv)
 			 (r.ops_extra ? " " : "") +
 			 (r.ops_extra ? r.ops_extra : "") + "\n";
 
-	static const Option opts[] = {{"cckey", 'c', 1, "<key>", "CC key"}};
-	int first = process_opts(
-		argc, argv, "DK", opts,
-		[](int ch, char *arg) -> int {
-			if (ch != 'c')
-				return -1;
-			cckey = strtoull(arg, nullptr, 0);
-			return 0;
-		},
-		usage.c_str(),
+	int first = process_cc_opts(argc, argv, usage.c_str(), &cckey,
 		{"SwitchCongestionSetting 2 0x1F 0x1FFFFFFFFF 0x0 0xF 8 0 0:0 1\t# Configure Switch Congestion Settings",
 		 "CACongestionSetting 1 0 0x3 150 1 0 0\t\t# Configure CA Congestion Settings to SL 0 and SL 1",
 		 "CACongestionSetting 1 0 0x4 200 1 0 0\t\t# Configure CA Congestion Settings to SL 2",
@@ -355,24 +345,6 @@ int main(int argc, char **argv)
 	argc -= first;
 	argv += first;
 
-	if (argc < 2)
-		show_usage();
-
-	OpFn *fn = match_op(match_tbl, argv[0]);
-	if (!fn)
-		IBEXIT("operation '%s' not supported", argv[0]);
-
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
-	smp_mkey_set(srcport, cfg.mkey);
-
-	if (resolve_portid_str(cfg.ca, cfg.ca_port, &portid, argv[1],
-			       cfg.dest_type, cfg.sm_id, srcport) < 0)
-		IBEXIT("can't resolve destination %s", argv[1]);
-	if (const char *err = fn(&portid, argv + 2, argc - 2))
-		IBEXIT("operation %s: %s", argv[0], err);
-
-	mad_rpc_close_port(srcport);
+	run_op(match_tbl, mgmt_classes, srcport, argc, argv);
 	return 0;
 }

@@ -24,18 +24,6 @@ bool cc_get(void *data, ib_portid_t *dest, unsigned attr, unsigned mod)
 				   cckey) != nullptr;
 }
 
-const char *class_port_info(ib_portid_t *dest, char **, int)
-{
-	char buf[2048];
-	char data[IB_CC_DATA_SZ] = {};
-
-	if (!cc_get(data, dest, CLASS_PORT_INFO, 0))
-		return "class port info query failed";
-	mad_dump_classportinfo(buf, sizeof buf, data, sizeof data);
-	printf("# ClassPortInfo: %s\n%s", portid2str(dest), buf);
-	return nullptr;
-}
-
 // The attributes that are one query and one dump.
 template <unsigned Attr>
 const char *simple_dump(ib_portid_t *dest, const char *title,
@@ -50,6 +38,13 @@ const char *simple_dump(ib_portid_t *dest, const char *title,
 	dump(buf, sizeof buf, data, sizeof data);
 	printf("# %s: %s\n%s", title, portid2str(dest), buf);
 	return nullptr;
+}
+
+const char *class_port_info(ib_portid_t *dest, char **, int)
+{
+	return simple_dump<CLASS_PORT_INFO>(dest, "ClassPortInfo",
+					    mad_dump_classportinfo,
+					    "class port info query failed");
 }
 
 const char *congestion_info(ib_portid_t *dest, char **, int)
@@ -250,7 +245,6 @@ const MatchRec match_tbl[] = {
 int main(int argc, char **argv)
 {
 	int mgmt_classes[3] = {IB_SMI_CLASS, IB_SA_CLASS, IB_CC_CLASS};
-	ib_portid_t portid = {};
 
 	std::string usage = "[-c key] <op> <lid|guid>\n"
 			    "\nSupported ops (and aliases, case insensitive):\n";
@@ -259,40 +253,13 @@ int main(int argc, char **argv)
 			 ") <lid|guid>" + (r.opt_portnum ? " [<portnum>]" : "") +
 			 "\n";
 
-	static const Option opts[] = {{"cckey", 'c', 1, "<key>", "CC key"}};
-	int first = process_opts(
-		argc, argv, "DK", opts,
-		[](int ch, char *arg) -> int {
-			if (ch != 'c')
-				return -1;
-			cckey = strtoull(arg, nullptr, 0);
-			return 0;
-		},
-		usage.c_str(),
+	int first = process_cc_opts(argc, argv, usage.c_str(), &cckey,
 		{"CongestionInfo 3\t\t\t# Congestion Info by lid",
 		 "SwitchPortCongestionSetting 3\t# Query all Switch Port Congestion Settings",
 		 "SwitchPortCongestionSetting 3 1\t# Query Switch Port Congestion Setting for port 1"});
 	argc -= first;
 	argv += first;
 
-	if (argc < 2)
-		show_usage();
-
-	OpFn *fn = match_op(match_tbl, argv[0]);
-	if (!fn)
-		IBEXIT("operation '%s' not supported", argv[0]);
-
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
-	smp_mkey_set(srcport, cfg.mkey);
-
-	if (resolve_portid_str(cfg.ca, cfg.ca_port, &portid, argv[1],
-			       cfg.dest_type, cfg.sm_id, srcport) < 0)
-		IBEXIT("can't resolve destination %s", argv[1]);
-	if (const char *err = fn(&portid, argv + 2, argc - 2))
-		IBEXIT("operation %s: %s", argv[0], err);
-
-	mad_rpc_close_port(srcport);
+	run_op(match_tbl, mgmt_classes, srcport, argc, argv);
 	return 0;
 }

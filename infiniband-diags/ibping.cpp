@@ -31,26 +31,6 @@ uint64_t time_stamp()
 	return uint64_t(ts.tv_sec) * 1000000ull + uint64_t(ts.tv_nsec) / 1000ull;
 }
 
-// "host.domain", or just "host" when there is no domain.
-void get_host_and_domain(char *data, int sz)
-{
-	char *s = data;
-	if (gethostname(s, size_t(sz)) < 0)
-		snprintf(s, size_t(sz), "?hostname?");
-	s[sz - 1] = 0;
-	int n = int(strlen(s));
-	if (n >= sz - 1)
-		return;
-	s[n] = '.';
-	s += n + 1;
-	sz -= n + 1;
-	if (getdomainname(s, size_t(sz)) < 0)
-		snprintf(s, size_t(sz), "?domainname?");
-	s[sz - 1] = 0;
-	if (strlen(s) == 0)
-		s[-1] = 0;
-}
-
 // Answers pings until the port goes away.
 const char *ibping_serv()
 {
@@ -158,9 +138,7 @@ int main(int argc, char **argv)
 	if (!argc && !server)
 		show_usage();
 
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 1);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
+	srcport = open_port(mgmt_classes, 1);
 
 	if (server) {
 		if (mad_register_server_via(ping_class, 0, nullptr, uint32_t(oui),
@@ -174,9 +152,7 @@ int main(int argc, char **argv)
 
 	if (mad_register_client_via(ping_class, 0, srcport) < 0)
 		IBEXIT("can't register ping class %d on this port", ping_class);
-	if (resolve_portid_str(cfg.ca, cfg.ca_port, &dest_portid, argv[0],
-			       cfg.dest_type, cfg.sm_id, srcport) < 0)
-		IBEXIT("can't resolve destination port %s", argv[0]);
+	resolve_dest(&dest_portid, argv[0], cfg.sm_id, srcport);
 
 	signal(SIGINT, report);
 	signal(SIGTERM, report);

@@ -305,17 +305,10 @@ int main(int argc, char *argv[])
 	if (argc < 2)
 		ibdiag::show_usage();
 
-	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS};
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
-	smp_mkey_set(srcport, cfg.mkey);
+	srcport = ibdiag::open_smp_port();
 
 	ib_portid_t portid{};
-	if (ibdiag::resolve_portid_str(cfg.ca, (uint8_t)cfg.ca_port, &portid,
-				       argv[0], cfg.dest_type, cfg.sm_id,
-				       srcport) < 0)
-		IBEXIT("can't resolve destination port %s", argv[0]);
+	ibdiag::resolve_dest(&portid, argv[0], cfg.sm_id, srcport);
 	int portnum = (int)strtol(argv[1], nullptr, 0);
 
 	int port_op = -1;

@@ -83,28 +83,9 @@ int mk_reply(int attr, char *s, int sz)
 	switch (attr) {
 	case kPing:
 		break;
-	case kHostInfo: {
-		if (gethostname(s, size_t(sz)) < 0)
-			snprintf(s, size_t(sz), "?hostname?");
-		s[sz - 1] = 0;
-		int n = int(strlen(s));
-		if (n >= sz - 1) {
-			ret = sz;
-			break;
-		}
-		s[n] = '.';
-		s += n + 1;
-		sz -= n + 1;
-		ret += n + 1;
-		if (getdomainname(s, size_t(sz)) < 0)
-			snprintf(s, size_t(sz), "?domainname?");
-		s[sz - 1] = 0;
-		if ((n = int(strlen(s))) == 0)
-			s[-1] = 0;
-		else
-			ret += n;
+	case kHostInfo:
+		ret = get_host_and_domain(s, sz);
 		break;
-	}
 	case kCpuInfo:
 		s[0] = '\0';
 		for (size_t i = 0; i < cpus.size() && sz > 0; i++) {
@@ -277,9 +258,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && (attr = match_attr(argv[1])) < 0)
 		show_usage();
 
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
+	srcport = open_port(mgmt_classes, 3);
 
 	if (server) {
 		if (mad_register_server_via(sysstat_class, 1, nullptr,
@@ -293,9 +272,7 @@ int main(int argc, char **argv)
 
 	if (mad_register_client_via(sysstat_class, 1, srcport) < 0)
 		IBEXIT("can't register to sysstat class %d", sysstat_class);
-	if (resolve_portid_str(cfg.ca, cfg.ca_port, &portid, argv[0],
-			       cfg.dest_type, cfg.sm_id, srcport) < 0)
-		IBEXIT("can't resolve destination port %s", argv[0]);
+	resolve_dest(&portid, argv[0], cfg.sm_id, srcport);
 	if (const char *err = ibsystat(&portid, attr))
 		IBEXIT("ibsystat to %s: %s", portid2str(&portid), err);
 

@@ -686,9 +686,7 @@ int main(int argc, char **argv)
 	if (cfg.timeout)
 		timeout = cfg.timeout;
 
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
+	srcport = open_port(mgmt_classes, 3);
 	smp_mkey_set(srcport, cfg.mkey);
 	node_names.emplace(node_name_map_file);
 

@@ -502,15 +502,11 @@ int main(int argc, char **argv)
 		mask = int(ext_mask);
 	}
 
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
+	srcport = open_port(mgmt_classes, 3);
 	smp_mkey_set(srcport, cfg.mkey);
 
 	if (argc) {
-		if (resolve_portid_str(cfg.ca, cfg.ca_port, &portid, argv[0],
-				       cfg.dest_type, cfg.sm_id, srcport) < 0)
-			IBEXIT("can't resolve destination port %s", argv[0]);
+		resolve_dest(&portid, argv[0], cfg.sm_id, srcport);
 	} else {
 		if (resolve_self(cfg.ca, cfg.ca_port, &portid, &info.port,
 				 nullptr) < 0)
@@ -536,6 +532,16 @@ int main(int argc, char **argv)
 
 	bool query = !info.reset_only;
 	bool reset = info.reset_only || info.reset;
+	// The first of a group's counters asked for is the only one shown.
+	auto simple_query = [&](std::span<const Simple> group) {
+		for (const Simple &s : group)
+			if (*s.flag) {
+				common_func(&portid, info.port, mask, query, reset,
+					    s.name, s.attr, s.dump);
+				return true;
+			}
+		return false;
+	};
 	const Simple first_group[] = {
 		{&info.xmt_sl, "PortXmitDataSL", IB_GSI_PORT_XMIT_DATA_SL,
 		 mad_dump_perfcounters_xmt_sl},
@@ -546,13 +552,10 @@ int main(int argc, char **argv)
 		{&info.rcv_err, "PortRcvErrorDetails",
 		 IB_GSI_PORT_RCV_ERROR_DETAILS, mad_dump_perfcounters_rcv_err},
 	};
-	for (const Simple &s : first_group)
-		if (*s.flag) {
-			common_func(&portid, info.port, mask, query, reset,
-				    s.name, s.attr, s.dump);
-			mad_rpc_close_port(srcport);
-			return 0;
-		}
+	if (simple_query(first_group)) {
+		mad_rpc_close_port(srcport);
+		return 0;
+	}
 	if (info.extended_speeds) {
 		extended_speeds_query(&portid, info.port, ext_mask, cap_mask);
 		mad_rpc_close_port(srcport);
@@ -591,13 +594,10 @@ int main(int argc, char **argv)
 		 IB_GSI_PORT_VL_XMIT_TIME_CONG,
 		 mad_dump_perfcounters_vl_xmit_time_cong},
 	};
-	for (const Simple &s : second_group)
-		if (*s.flag) {
-			common_func(&portid, info.port, mask, query, reset,
-				    s.name, s.attr, s.dump);
-			mad_rpc_close_port(srcport);
-			return 0;
-		}
+	if (simple_query(second_group)) {
+		mad_rpc_close_port(srcport);
+		return 0;
+	}
 	if (info.smpl_ctl) {
 		dump_portsamples_control(&portid, info.port);
 		mad_rpc_close_port(srcport);
@@ -627,38 +627,31 @@ int main(int argc, char **argv)
 			IBWARN("Emulating AllPortSelect by iterating through all ports");
 	}
 
+	// The ports asked (all of the node's when walking them, a list, or the
+	// one port), and whether their counters are summed into one dump.
+	std::vector<int> targets;
+	bool agg = false;
+	if (walk) {
+		for (int i = start_port; i <= num_ports; i++)
+			targets.push_back(i);
+		agg = all_ports_loop && !info.loop_ports;
+	} else if (info.ports.size() > 1) {
+		targets = info.ports;
+		agg = info.all_ports && !info.loop_ports;
+	} else
+		targets.push_back(info.port);
+
 	if (!info.reset_only) {
-		if (walk) {
-			bool agg = all_ports_loop && !info.loop_ports;
-			for (int i = start_port; i <= num_ports; i++)
-				dump_perfcounters(info.extended, cfg.timeout,
-						  cap_mask, cap_mask2, &portid, i,
-						  agg);
-			if (agg) {
-				if (info.extended != 1)
-					output_aggregate_perfcounters(&portid,
-								      cap_mask);
-				else
-					output_aggregate_perfcounters_ext(
-						&portid, cap_mask, cap_mask2);
-			}
-		} else if (info.ports.size() > 1) {
-			bool agg = info.all_ports && !info.loop_ports;
-			for (int p : info.ports)
-				dump_perfcounters(info.extended, cfg.timeout,
-						  cap_mask, cap_mask2, &portid, p,
-						  agg);
-			if (agg) {
-				if (info.extended != 1)
-					output_aggregate_perfcounters(&portid,
-								      cap_mask);
-				else
-					output_aggregate_perfcounters_ext(
-						&portid, cap_mask, cap_mask2);
-			}
-		} else
+		for (int p : targets)
 			dump_perfcounters(info.extended, cfg.timeout, cap_mask,
-					  cap_mask2, &portid, info.port, false);
+					  cap_mask2, &portid, p, agg);
+		if (agg) {
+			if (info.extended != 1)
+				output_aggregate_perfcounters(&portid, cap_mask);
+			else
+				output_aggregate_perfcounters_ext(
+					&portid, cap_mask, cap_mask2);
+		}
 		if (!info.reset) {
 			mad_rpc_close_port(srcport);
 			return 0;
@@ -680,15 +673,8 @@ int main(int argc, char **argv)
 		if (cap_mask & kQp1Drop)
 			mask |= 1 << 29;
 	}
-	if (walk) {
-		for (int i = start_port; i <= num_ports; i++)
-			reset_counters(info.extended, cfg.timeout, mask, &portid, i);
-	} else if (info.ports.size() > 1) {
-		for (int p : info.ports)
-			reset_counters(info.extended, cfg.timeout, mask, &portid, p);
-	} else
-		reset_counters(info.extended, cfg.timeout, mask, &portid,
-			       info.port);
+	for (int p : targets)
+		reset_counters(info.extended, cfg.timeout, mask, &portid, p);
 
 	mad_rpc_close_port(srcport);
 	return 0;

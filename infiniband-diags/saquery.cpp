@@ -620,12 +620,12 @@ void dump_results(SaResult &r, DumpFn *dump, QueryParams &p)
 	}
 }
 
-// A GetTable query; prints the reference's complaints on failure.
-int get_any_records(uint16_t attr, uint32_t mod, uint64_t comp_mask,
-		    const void *data, size_t size, SaResult &result)
+// An SA query; prints the reference's complaints on failure.
+int sa_get(uint8_t method, uint16_t attr, uint32_t mod, uint64_t comp_mask,
+	   const void *data, size_t size, SaResult &result)
 {
-	int ret = sa_query(*sa, IB_MAD_METHOD_GET_TABLE, attr, mod, comp_mask,
-			   cfg.sakey, data, size, result);
+	int ret = sa_query(*sa, method, attr, mod, comp_mask, cfg.sakey, data,
+			   size, result);
 	if (ret) {
 		fprintf(stderr, "Query SA failed: %s\n", strerror(ret));
 		return ret;
@@ -635,6 +635,14 @@ int get_any_records(uint16_t attr, uint32_t mod, uint64_t comp_mask,
 		return EIO;
 	}
 	return 0;
+}
+
+// A GetTable query.
+int get_any_records(uint16_t attr, uint32_t mod, uint64_t comp_mask,
+		    const void *data, size_t size, SaResult &result)
+{
+	return sa_get(IB_MAD_METHOD_GET_TABLE, attr, mod, comp_mask, data, size,
+		      result);
 }
 
 int get_and_dump_any_records(uint16_t attr, uint32_t mod, uint64_t comp_mask,
@@ -738,6 +746,78 @@ bool differs(V val, U unset)
 	return T(val) != T(unset);
 }
 
+// Sets a LID field at `off` (and component bit `b`) unless it is 0.
+void key_lid(uint8_t *rec, size_t off, int lid, unsigned b, uint64_t &mask)
+{
+	if (differs<int16_t>(lid, 0)) {
+		put16(rec + off, uint16_t(lid));
+		mask |= bit(b);
+	}
+}
+
+// Sets an 8-bit field at `off` (and component bit `b`) unless it is -1.
+void key_u8(uint8_t *rec, size_t off, int v, unsigned b, uint64_t &mask)
+{
+	if (differs<int8_t>(v, -1)) {
+		rec[off] = uint8_t(v);
+		mask |= bit(b);
+	}
+}
+
+// Sets a 16-bit field at `off` (and component bit `b`) unless it is -1.
+void key_u16(uint8_t *rec, size_t off, int v, unsigned b, uint64_t &mask)
+{
+	if (differs<int16_t>(v, -1)) {
+		put16(rec + off, uint16_t(v));
+		mask |= bit(b);
+	}
+}
+
+// Field setters for the options: value v at `off` (big-endian at its own
+// width) and `bits` in the component mask, when v is given (non-zero).
+void put_be(uint8_t *p, uint8_t v) { p[0] = v; }
+void put_be(uint8_t *p, uint16_t v) { put16(p, v); }
+void put_be(uint8_t *p, uint32_t v) { put32(p, v); }
+void put_be(uint8_t *p, uint64_t v) { put64(p, v); }
+template <typename T>
+void key_given(uint8_t *rec, size_t off, T v, uint64_t bits, uint64_t &mask)
+{
+	if (v) {
+		put_be(rec + off, v);
+		mask |= bits;
+	}
+}
+
+// The same for a GID (given when not all zero).
+void key_gid(uint8_t *rec, size_t off, const Gid g, uint64_t bits,
+	     uint64_t &mask)
+{
+	if (valid_gid(g)) {
+		memcpy(rec + off, g, 16);
+		mask |= bits;
+	}
+}
+
+// A query keyed by argv[0] = "lid[/a[/b]]" (all optional): the record with
+// the LID set (component bit 0) when given; a and b (-1 when not given) for
+// the caller's fields.
+struct LidKey {
+	uint8_t rec[kNrSize] = {};
+	uint64_t mask = 0;
+	int lid = 0, a = -1, b = -1;
+
+	LidKey(int argc, char **argv)
+	{
+		if (argc > 0)
+			parse_lid_and_ports(argv[0], &lid, &a, &b);
+		key_lid(rec, 0, lid, 0, mask);
+	}
+	int query(uint16_t attr, size_t size, DumpFn *dump, QueryParams &p)
+	{
+		return get_and_dump_any_records(attr, 0, mask, rec, size, dump, p);
+	}
+};
+
 int print_node_records()
 {
 	SaResult result;
@@ -790,26 +870,11 @@ int query_path_records(const QueryCmd &, QueryParams &p, int, char **)
 	uint8_t pr[64] = {};
 	uint64_t comp_mask = 0;
 
-	if (p.service_id) {
-		put64(pr, p.service_id);
-		comp_mask |= bit(0) | bit(1);
-	}
-	if (valid_gid(p.sgid)) {
-		memcpy(pr + 24, p.sgid, 16);
-		comp_mask |= bit(3);
-	}
-	if (valid_gid(p.dgid)) {
-		memcpy(pr + 8, p.dgid, 16);
-		comp_mask |= bit(2);
-	}
-	if (p.slid) {
-		put16(pr + 42, p.slid);
-		comp_mask |= bit(5);
-	}
-	if (p.dlid) {
-		put16(pr + 40, p.dlid);
-		comp_mask |= bit(4);
-	}
+	key_given(pr, 0, p.service_id, bit(0) | bit(1), comp_mask);
+	key_gid(pr, 24, p.sgid, bit(3), comp_mask);
+	key_gid(pr, 8, p.dgid, bit(2), comp_mask);
+	key_given(pr, 42, p.slid, bit(5), comp_mask);
+	key_given(pr, 40, p.dlid, bit(4), comp_mask);
 	uint32_t hop_flow = 0;
 	if (p.hop_limit != -1) {
 		hop_flow = uint32_t(p.hop_limit);
@@ -822,10 +887,7 @@ int query_path_records(const QueryCmd &, QueryParams &p, int, char **)
 	}
 	hop_flow |= uint32_t(flow) << 8;
 	put32(pr + 44, hop_flow);
-	if (p.tclass) {
-		pr[48] = p.tclass;
-		comp_mask |= bit(10);
-	}
+	key_given(pr, 48, p.tclass, bit(10), comp_mask);
 	uint8_t reversible = 0;
 	if (differs<int8_t>(p.reversible, -1)) {
 		reversible = uint8_t(p.reversible);
@@ -836,10 +898,7 @@ int query_path_records(const QueryCmd &, QueryParams &p, int, char **)
 		comp_mask |= bit(12);
 	}
 	pr[49] |= uint8_t(reversible << 7);
-	if (p.pkey) {
-		put16(pr + 50, p.pkey);
-		comp_mask |= bit(13);
-	}
+	key_given(pr, 50, p.pkey, bit(13), comp_mask);
 	uint16_t qos_sl = 0;
 	if (differs<int16_t>(p.sl, -1)) {
 		qos_sl = uint16_t(p.sl);
@@ -852,18 +911,9 @@ int query_path_records(const QueryCmd &, QueryParams &p, int, char **)
 	}
 	qos_sl = uint16_t((qos_sl & 0x000f) | uint16_t(qos_class << 4));
 	put16(pr + 52, qos_sl);
-	if (p.mtu) {
-		pr[54] = p.mtu;
-		comp_mask |= bit(16) | bit(17);
-	}
-	if (p.rate) {
-		pr[55] = p.rate;
-		comp_mask |= bit(18) | bit(19);
-	}
-	if (p.pkt_life) {
-		pr[56] = p.pkt_life;
-		comp_mask |= bit(20) | bit(21);
-	}
+	key_given(pr, 54, p.mtu, bit(16) | bit(17), comp_mask);
+	key_given(pr, 55, p.rate, bit(18) | bit(19), comp_mask);
+	key_given(pr, 56, p.pkt_life, bit(20) | bit(21), comp_mask);
 	return get_and_dump_any_records(kAttrPathRecord, 0, comp_mask, pr,
 					sizeof pr, dump_path_record, p);
 }
@@ -907,47 +957,23 @@ int query_class_port_info(const QueryCmd &, QueryParams &p, int, char **)
 	return 0;
 }
 
+int query_lid_keyed(uint16_t attr, size_t size, DumpFn *dump, QueryParams &p,
+		    int argc, char **argv);
+int query_lid_two_bytes(uint16_t attr, size_t size, DumpFn *dump,
+			QueryParams &p, int argc, char **argv);
+
 int query_node_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
 {
-	uint8_t nr[kNrSize] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, nullptr, nullptr);
-	if (differs<int16_t>(lid, 0)) {
-		put16(nr, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	return get_and_dump_any_records(kAttrNodeRecord, 0, comp_mask, nr,
-					sizeof nr,
-					[](const uint8_t *r, QueryParams &) { dump_node_record(r); },
-					p);
+	return query_lid_keyed(kAttrNodeRecord, kNrSize,
+			       [](const uint8_t *r, QueryParams &) { dump_node_record(r); },
+			       p, argc, argv);
 }
 
 int query_portinfo_records(const QueryCmd &, QueryParams &p, int argc,
 			   char **argv)
 {
-	uint8_t pir[68] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0, port = -1, options = -1;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, &port, &options);
-	if (differs<int16_t>(lid, 0)) {
-		put16(pir, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	if (differs<int8_t>(port, -1)) {
-		pir[2] = uint8_t(port);
-		comp_mask |= bit(1);
-	}
-	if (differs<int8_t>(options, -1)) {
-		pir[3] = uint8_t(options);
-		comp_mask |= bit(2);
-	}
-	return get_and_dump_any_records(kAttrPortInfoRecord, 0, comp_mask, pir,
-					sizeof pir, dump_one_portinfo_record, p);
+	return query_lid_two_bytes(kAttrPortInfoRecord, 68,
+				   dump_one_portinfo_record, p, argc, argv);
 }
 
 int query_mcmember_records(const QueryCmd &, QueryParams &p, int, char **)
@@ -955,42 +981,15 @@ int query_mcmember_records(const QueryCmd &, QueryParams &p, int, char **)
 	uint8_t mr[56] = {};
 	uint64_t comp_mask = 0;
 
-	if (valid_gid(p.mgid)) {
-		memcpy(mr, p.mgid, 16);
-		comp_mask |= bit(0);
-	}
-	if (valid_gid(p.gid)) {
-		memcpy(mr + 16, p.gid, 16);
-		comp_mask |= bit(1);
-	}
-	if (p.mlid) {
-		put16(mr + 36, p.mlid);
-		comp_mask |= bit(3);
-	}
-	if (p.qkey) {
-		put32(mr + 32, p.qkey);
-		comp_mask |= bit(2);
-	}
-	if (p.mtu) {
-		mr[38] = p.mtu;
-		comp_mask |= bit(4) | bit(5);
-	}
-	if (p.rate) {
-		mr[42] = p.rate;
-		comp_mask |= bit(8) | bit(9);
-	}
-	if (p.pkt_life) {
-		mr[43] = p.pkt_life;
-		comp_mask |= bit(10) | bit(11);
-	}
-	if (p.tclass) {
-		mr[39] = p.tclass;
-		comp_mask |= bit(6);
-	}
-	if (p.pkey) {
-		put16(mr + 40, p.pkey);
-		comp_mask |= bit(7);
-	}
+	key_gid(mr, 0, p.mgid, bit(0), comp_mask);
+	key_gid(mr, 16, p.gid, bit(1), comp_mask);
+	key_given(mr, 36, p.mlid, bit(3), comp_mask);
+	key_given(mr, 32, p.qkey, bit(2), comp_mask);
+	key_given(mr, 38, p.mtu, bit(4) | bit(5), comp_mask);
+	key_given(mr, 42, p.rate, bit(8) | bit(9), comp_mask);
+	key_given(mr, 43, p.pkt_life, bit(10) | bit(11), comp_mask);
+	key_given(mr, 39, p.tclass, bit(6), comp_mask);
+	key_given(mr, 40, p.pkey, bit(7), comp_mask);
 	uint8_t sl = 0, hop = 0, scope = 0;
 	uint32_t flow = 0;
 	if (differs<int8_t>(p.sl, -1)) {
@@ -1010,10 +1009,7 @@ int query_mcmember_records(const QueryCmd &, QueryParams &p, int, char **)
 		scope = p.scope;
 		comp_mask |= bit(15);
 	}
-	if (p.join_state) {
-		mr[48] = p.join_state;
-		comp_mask |= bit(16);
-	}
+	key_given(mr, 48, p.join_state, bit(16), comp_mask);
 	mr[48] |= uint8_t(scope << 4);
 	if (differs<int8_t>(p.proxy_join, -1)) {
 		// a one-bit field: only bit 0 of the value lands
@@ -1038,17 +1034,7 @@ int query_service_records(const QueryCmd &, QueryParams &p, int, char **)
 int query_lid_keyed(uint16_t attr, size_t size, DumpFn *dump, QueryParams &p,
 		    int argc, char **argv)
 {
-	uint8_t rec[64] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, nullptr, nullptr);
-	if (differs<int16_t>(lid, 0)) {
-		put16(rec, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	return get_and_dump_any_records(attr, 0, comp_mask, rec, size, dump, p);
+	return LidKey(argc, argv).query(attr, size, dump, p);
 }
 
 int query_sm_info_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
@@ -1092,173 +1078,87 @@ int query_link_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
 		parse_lid_and_ports(argv[0], &from_lid, &from_port, nullptr);
 	if (argc > 1)
 		parse_lid_and_ports(argv[1], &to_lid, &to_port, nullptr);
-	if (differs<int16_t>(from_lid, 0)) {
-		put16(lr, uint16_t(from_lid));
-		comp_mask |= bit(0);
-	}
-	if (differs<int8_t>(from_port, -1)) {
-		lr[2] = uint8_t(from_port);
-		comp_mask |= bit(1);
-	}
-	if (differs<int16_t>(to_lid, 0)) {
-		put16(lr + 4, uint16_t(to_lid));
-		comp_mask |= bit(3);
-	}
-	if (differs<int8_t>(to_port, -1)) {
-		lr[3] = uint8_t(to_port);
-		comp_mask |= bit(2);
-	}
+	key_lid(lr, 0, from_lid, 0, comp_mask);
+	key_u8(lr, 2, from_port, 1, comp_mask);
+	key_lid(lr, 4, to_lid, 3, comp_mask);
+	key_u8(lr, 3, to_port, 2, comp_mask);
 	return get_and_dump_any_records(kAttrLinkRecord, 0, comp_mask, lr,
 					sizeof lr, dump_one_link_record, p);
 }
 
 // lid/a/b records whose a and b are 8-bit fields at offsets 2 and 3
-// (SL2VL: in/out port; VLArb: port/block).
-int query_lid_two_bytes(uint16_t attr, DumpFn *dump, QueryParams &p, int argc,
-			char **argv)
+// (PortInfo: port/options; SL2VL: in/out port; VLArb: port/block).
+int query_lid_two_bytes(uint16_t attr, size_t size, DumpFn *dump,
+			QueryParams &p, int argc, char **argv)
 {
-	uint8_t rec[72] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0, a = -1, b = -1;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, &a, &b);
-	if (differs<int16_t>(lid, 0)) {
-		put16(rec, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	if (differs<int8_t>(a, -1)) {
-		rec[2] = uint8_t(a);
-		comp_mask |= bit(1);
-	}
-	if (differs<int8_t>(b, -1)) {
-		rec[3] = uint8_t(b);
-		comp_mask |= bit(2);
-	}
-	size_t size = attr == kAttrSL2VLTableRecord ? 16 : 72;
-	return get_and_dump_any_records(attr, 0, comp_mask, rec, size, dump, p);
+	LidKey k(argc, argv);
+	key_u8(k.rec, 2, k.a, 1, k.mask);
+	key_u8(k.rec, 3, k.b, 2, k.mask);
+	return k.query(attr, size, dump, p);
 }
 
 int query_sl2vl_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
 {
-	return query_lid_two_bytes(kAttrSL2VLTableRecord, dump_one_slvl_record,
-				   p, argc, argv);
+	return query_lid_two_bytes(kAttrSL2VLTableRecord, 16,
+				   dump_one_slvl_record, p, argc, argv);
 }
 
 int query_vlarb_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
 {
-	return query_lid_two_bytes(kAttrVLArbTableRecord, dump_one_vlarb_record,
-				   p, argc, argv);
+	return query_lid_two_bytes(kAttrVLArbTableRecord, 72,
+				   dump_one_vlarb_record, p, argc, argv);
 }
 
 int query_pkey_tbl_records(const QueryCmd &, QueryParams &p, int argc,
 			   char **argv)
 {
-	uint8_t rec[72] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0, port = -1, block = -1;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, &port, &block);
-	if (differs<int16_t>(lid, 0)) {
-		put16(rec, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	if (differs<int8_t>(port, -1)) {
-		rec[4] = uint8_t(port);
-		comp_mask |= bit(2);
-	}
-	if (differs<int16_t>(block, -1)) {
-		put16(rec + 2, uint16_t(block));
-		comp_mask |= bit(1);
-	}
-	return get_and_dump_any_records(kAttrPKeyTableRecord, 0, comp_mask, rec,
-					sizeof rec, dump_one_pkey_tbl_record, p);
+	LidKey k(argc, argv);	// lid/port/block
+	key_u8(k.rec, 4, k.a, 2, k.mask);
+	key_u16(k.rec, 2, k.b, 1, k.mask);
+	return k.query(kAttrPKeyTableRecord, 72, dump_one_pkey_tbl_record, p);
 }
 
 int query_lft_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
 {
-	uint8_t rec[72] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0, block = -1;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, &block, nullptr);
-	if (differs<int16_t>(lid, 0)) {
-		put16(rec, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	if (differs<int16_t>(block, -1)) {
-		put16(rec + 2, uint16_t(block));
-		comp_mask |= bit(1);
-	}
-	return get_and_dump_any_records(kAttrLFTRecord, 0, comp_mask, rec,
-					sizeof rec, dump_one_lft_record, p);
+	LidKey k(argc, argv);	// lid/block
+	key_u16(k.rec, 2, k.a, 1, k.mask);
+	return k.query(kAttrLFTRecord, 72, dump_one_lft_record, p);
 }
 
 int query_guidinfo_records(const QueryCmd &, QueryParams &p, int argc,
 			   char **argv)
 {
-	uint8_t rec[72] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0, block = -1;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, &block, nullptr);
-	if (differs<int16_t>(lid, 0)) {
-		put16(rec, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
-	if (differs<int8_t>(block, -1)) {
-		rec[2] = uint8_t(block);
-		comp_mask |= bit(1);
-	}
-	return get_and_dump_any_records(kAttrGUIDInfoRecord, 0, comp_mask, rec,
-					sizeof rec, dump_one_guidinfo_record, p);
+	LidKey k(argc, argv);	// lid/block
+	key_u8(k.rec, 2, k.a, 1, k.mask);
+	return k.query(kAttrGUIDInfoRecord, 72, dump_one_guidinfo_record, p);
 }
 
 int query_mft_records(const QueryCmd &, QueryParams &p, int argc, char **argv)
 {
-	uint8_t rec[72] = {};
-	uint64_t comp_mask = 0;
-	int lid = 0, block = -1, position = -1;
-
-	if (argc > 0)
-		parse_lid_and_ports(argv[0], &lid, &position, &block);
-	if (differs<int16_t>(lid, 0)) {
-		put16(rec, uint16_t(lid));
-		comp_mask |= bit(0);
-	}
+	LidKey k(argc, argv);	// mlid/position/block
+	int position = k.a, block = k.b;
 	uint16_t pb = 0;
 	if (differs<int16_t>(block, -1)) {
 		pb = uint16_t(block);
-		comp_mask |= bit(3);
+		k.mask |= bit(3);
 	}
 	pb &= 0x01ff;
 	uint16_t pos = 0;
 	if (differs<int8_t>(position, -1)) {
 		pos = uint8_t(position);
-		comp_mask |= bit(1);
+		k.mask |= bit(1);
 	}
 	pb |= uint16_t(pos << 12);
-	put16(rec + 2, pb);
-	return get_and_dump_any_records(kAttrMFTRecord, 0, comp_mask, rec,
-					sizeof rec, dump_one_mft_record, p);
+	put16(k.rec + 2, pb);
+	return k.query(kAttrMFTRecord, 72, dump_one_mft_record, p);
 }
 
 int query_sa_cpi(QueryParams &p)
 {
 	SaResult result;
-	int ret = sa_query(*sa, IB_MAD_METHOD_GET, kAttrClassPortInfo, 0, 0,
-			   cfg.sakey, nullptr, 0, result);
-	if (ret) {
-		fprintf(stderr, "Query SA failed: %s\n", strerror(ret));
+	if (int ret = sa_get(IB_MAD_METHOD_GET, kAttrClassPortInfo, 0, 0,
+			     nullptr, 0, result))
 		return ret;
-	}
-	if (result.status != 0) {
-		sa_report_err(int(result.status));
-		return EIO;
-	}
 	RecBuf rb = fetch(result, 0);
 	memcpy(p.cpi, rb.data(), sizeof p.cpi);
 	return 0;
@@ -1395,6 +1295,16 @@ int main(int argc, char **argv)
 		{"service_id", 22, 1, nullptr, "ServiceID (PathRecord)"},
 	};
 
+	// -D/-L/-l/-G/-O/-U: NodeRecords, printed as `how` says.
+	auto node_records = [&](NodePrint how) {
+		node_print_desc = how;
+		command = Command::NodeRecord;
+	};
+	// A GID option's value (IPv6 notation); anything else is a usage error.
+	auto gid_arg = [](const char *arg, Gid gid) {
+		if (inet_pton(AF_INET6, arg, gid) <= 0)
+			show_usage();
+	};
 	auto handler = [&](int ch, char *arg) -> int {
 		QueryParams &p = params;
 		switch (ch) {
@@ -1416,10 +1326,8 @@ int main(int argc, char **argv)
 			if (dash == std::string::npos)
 				show_usage();
 			s[dash] = '\0';
-			if (inet_pton(AF_INET6, s.c_str(), p.sgid) <= 0)
-				show_usage();
-			if (inet_pton(AF_INET6, s.c_str() + dash + 1, p.dgid) <= 0)
-				show_usage();
+			gid_arg(s.c_str(), p.sgid);
+			gid_arg(s.c_str() + dash + 1, p.dgid);
 			p.numb_path = 0x7f;
 			query_type = kAttrPathRecord;
 			break;
@@ -1433,34 +1341,16 @@ int main(int argc, char **argv)
 					     nullptr, 0);
 			break;
 		case 'p': query_type = kAttrPathRecord; break;
-		case 'D':
-			node_print_desc = NodePrint::AllDesc;
-			command = Command::NodeRecord;
-			break;
+		case 'D': node_records(NodePrint::AllDesc); break;
 		case 'c': command = Command::ClassPortInfo; break;
 		case 'S': query_type = kAttrServiceRecord; break;
 		case 'I': query_type = kAttrInformInfoRecord; break;
 		case 'N': command = Command::NodeRecord; break;
-		case 'L':
-			node_print_desc = NodePrint::LidOnly;
-			command = Command::NodeRecord;
-			break;
-		case 'l':
-			node_print_desc = NodePrint::UniqueLidOnly;
-			command = Command::NodeRecord;
-			break;
-		case 'G':
-			node_print_desc = NodePrint::GuidOnly;
-			command = Command::NodeRecord;
-			break;
-		case 'O':
-			node_print_desc = NodePrint::NameOfLid;
-			command = Command::NodeRecord;
-			break;
-		case 'U':
-			node_print_desc = NodePrint::NameOfGuid;
-			command = Command::NodeRecord;
-			break;
+		case 'L': node_records(NodePrint::LidOnly); break;
+		case 'l': node_records(NodePrint::UniqueLidOnly); break;
+		case 'G': node_records(NodePrint::GuidOnly); break;
+		case 'O': node_records(NodePrint::NameOfLid); break;
+		case 'U': node_records(NodePrint::NameOfGuid); break;
 		case 's': command = Command::IsSM; break;
 		case 'g': command = Command::McGroups; break;
 		case 'm': command = Command::McMembers; break;
@@ -1468,22 +1358,10 @@ int main(int argc, char **argv)
 		case 5: p.slid = uint16_t(strtoul(arg, nullptr, 0)); break;
 		case 6: p.dlid = uint16_t(strtoul(arg, nullptr, 0)); break;
 		case 7: p.mlid = uint16_t(strtoul(arg, nullptr, 0)); break;
-		case 14:
-			if (inet_pton(AF_INET6, arg, p.sgid) <= 0)
-				show_usage();
-			break;
-		case 15:
-			if (inet_pton(AF_INET6, arg, p.dgid) <= 0)
-				show_usage();
-			break;
-		case 16:
-			if (inet_pton(AF_INET6, arg, p.gid) <= 0)
-				show_usage();
-			break;
-		case 17:
-			if (inet_pton(AF_INET6, arg, p.mgid) <= 0)
-				show_usage();
-			break;
+		case 14: gid_arg(arg, p.sgid); break;
+		case 15: gid_arg(arg, p.dgid); break;
+		case 16: gid_arg(arg, p.gid); break;
+		case 17: gid_arg(arg, p.mgid); break;
 		case 'r': p.reversible = int(strtoul(arg, nullptr, 0)); break;
 		case 'n': p.numb_path = int(strtoul(arg, nullptr, 0)); break;
 		case 18:

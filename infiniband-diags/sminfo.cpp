@@ -44,19 +44,11 @@ int main(int argc, char *argv[])
 
 	int mod = argc > 1 ? atoi(argv[1]) : 0;
 
-	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS};
-	struct ibmad_port *srcport =
-		mad_rpc_open_port(cfg.ca, cfg.ca_port, classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
-	smp_mkey_set(srcport, cfg.mkey);
+	struct ibmad_port *srcport = ibdiag::open_smp_port();
 
 	ib_portid_t portid{};
 	if (argc) {
-		if (ibdiag::resolve_portid_str(cfg.ca, (uint8_t)cfg.ca_port,
-					       &portid, argv[0], cfg.dest_type,
-					       nullptr, srcport) < 0)
-			IBEXIT("can't resolve destination port %s", argv[0]);
+		ibdiag::resolve_dest(&portid, argv[0], nullptr, srcport);
 	} else if (ibdiag::resolve_sm_portid(cfg.ca, (uint8_t)cfg.ca_port,
 					     &portid) < 0) {
 		IBEXIT("can't resolve sm port %s", argv[0]);

@@ -325,19 +325,12 @@ int main(int argc, char *argv[])
 	if (!fn)
 		IBEXIT("operation '%s' not supported", argv[0]);
 
-	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS};
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, classes, 3);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
-	smp_mkey_set(srcport, cfg.mkey);
+	srcport = ibdiag::open_smp_port();
 	name_map = std::make_unique<ibdiag::NodeNameMap>(map_file);
 
 	ib_portid_t portid{};
 	if (cfg.dest_type != IB_DEST_DRSLID) {
-		if (ibdiag::resolve_portid_str(cfg.ca, (uint8_t)cfg.ca_port,
-					       &portid, argv[1], cfg.dest_type,
-					       cfg.sm_id, srcport) < 0)
-			IBEXIT("can't resolve destination port %s", argv[1]);
+		ibdiag::resolve_dest(&portid, argv[1], cfg.sm_id, srcport);
 		if (const char *err = fn(&portid, argv + 2, argc - 2))
 			IBEXIT("operation %s: %s", argv[0], err);
 	} else {
@@ -345,10 +338,7 @@ int main(int argc, char *argv[])
 		char joined[64] = {};
 		snprintf(joined, sizeof(joined), "%s %s", argv[1],
 			 argc > 2 ? argv[2] : "(null)");
-		if (ibdiag::resolve_portid_str(cfg.ca, (uint8_t)cfg.ca_port,
-					       &portid, joined, cfg.dest_type,
-					       cfg.sm_id, srcport) < 0)
-			IBEXIT("can't resolve destination port %s", joined);
+		ibdiag::resolve_dest(&portid, joined, cfg.sm_id, srcport);
 		if (const char *err = fn(&portid, argv + 3, argc - 3))
 			IBEXIT("operation %s: %s", argv[0], err);
 	}

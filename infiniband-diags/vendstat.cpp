@@ -230,9 +230,7 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		port = int(strtoul(argv[1], nullptr, 0));
 
-	srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port, mgmt_classes, 2);
-	if (!srcport)
-		IBEXIT("Failed to open '%s' port '%d'", cfg.ca, cfg.ca_port);
+	srcport = open_port(mgmt_classes, 2);
 
 	if (argc) {
 		if (resolve_portid_str(cfg.ca, cfg.ca_port, &portid, argv[0],

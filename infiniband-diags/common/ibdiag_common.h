@@ -27,6 +27,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -109,6 +110,16 @@ int resolve_portid_str(const char *ca, uint8_t port, ib_portid_t *portid,
 		       const char *addr_str, enum MAD_DEST dest_type,
 		       ib_portid_t *sm_id, const struct ibmad_port *srcport);
 
+// The tools' start (failures IBEXIT naming main, as from the tool's main):
+// mad_rpc_open_port on cfg's CA and port with the given classes;
+struct ibmad_port *open_port(int *mgmt_classes, int num_classes);
+// the same with the SMP classes (SMI, directed SMI, SA) and -y's M_Key set;
+struct ibmad_port *open_smp_port();
+// resolve_portid_str with cfg's CA, port and address type ("can't resolve
+// destination port <addr>").
+void resolve_dest(ib_portid_t *portid, const char *addr, ib_portid_t *sm_id,
+		  const struct ibmad_port *srcport);
+
 // Counter value with a binary unit ("K", "M".. or "B", "KB".. for data
 // counters, which count 4-byte words).
 const char *conv_cnt_human_readable(uint64_t val64, float *val, bool data);
@@ -124,6 +135,61 @@ int snprint_field(char *buf, size_t n, enum MAD_FIELDS f, int spacing,
 // each line prefixed with `tabs` tabs.
 void dump_portinfo(const void *pi, int tabs);
 
+// "host.domain" (just "host" without a domain, "?hostname?" /
+// "?domainname?" when unknown) into s[sz]; returns the length ibsysstat
+// answers with: sz when the host name fills the buffer, else host name,
+// dot and domain (without a domain: the host name and the terminator that
+// took the dot's place).
+int get_host_and_domain(char *s, int sz);
+
+// Forwarding-table dumps (ibroute, dump_fts): the range checks, headers,
+// blocks read through srcport, rows and count line. The tool says what a
+// failed read means and describes the destination of each unicast LID.
+struct FwdSwitch {
+	ib_portid_t *portid;
+	uint64_t guid;
+	unsigned nports;
+	const void *switchinfo;   // the switch's SwitchInfo attribute
+	std::string name;         // its node-name-map name
+};
+struct FwdDumpOpts {
+	bool multicast = false;   // -M: the MFT, else the LFT
+	bool brief = false;       // -n: no destinations, MFT rows in hex
+	bool dump_all = false;    // -a: empty/invalid entries too
+};
+// A block that could not be read ("MFT" or "LFT", its MAD status and
+// attribute modifier): false ends the dump without its count line; true
+// goes on showing what the buffer held before (as the reference).
+using FwdReadFailed = std::function<bool(const char *table, int status,
+					 unsigned mod)>;
+using LidInfoFn = std::function<std::string(int lid, bool valid)>;
+// process_opts with their options (-a, -n, -M, --node-name-map <file>)
+// and usage line; the tool's exclude string and examples.
+int process_fwd_opts(int argc, char **argv, const char *exclude_common,
+		     FwdDumpOpts &opts, const char **map_file,
+		     std::initializer_list<const char *> examples);
+void dump_fwd_tables(const FwdSwitch &sw, unsigned startl, unsigned endl,
+		     const FwdDumpOpts &opts, struct ibmad_port *srcport,
+		     const FwdReadFailed &failed, const LidInfoFn &lid_info);
+// The LMC range of the last destination port described: its LIDs after the
+// base are named by path number rather than described again.
+struct LmcRange {
+	int last_port_lid = 0;
+	int base_port_lid = 0;
+	uint64_t portguid = 0;
+	// The text for a LID inside the range; empty optional outside it.
+	std::optional<std::string> path_text(int lid, bool valid) const;
+	void enter(int base_lid, int lmc);
+};
+// What the unicast dump says after a LID: nothing when brief, its path
+// number inside the current LMC range, ": (illegal port)" for an invalid
+// one, else describe()'s text (the range's port GUID cleared before: it
+// sets the GUID and enters the port's range once it has found the port).
+std::string lid_dest_info(int lid, bool valid, bool brief, LmcRange &range,
+			  const std::function<std::string()> &describe);
+// ": (<type> portguid <guid>: '<name>')"
+std::string port_dest_text(int type, uint64_t portguid, const std::string &name);
+
 // Sub-command tables (smpquery's "nodeinfo"/"NI", ...).
 using OpFn = const char *(ib_portid_t *dest, char **argv, int argc);
 struct MatchRec {
@@ -134,6 +200,17 @@ struct MatchRec {
 	const char *ops_extra;
 };
 OpFn *match_op(std::span<const MatchRec> table, const char *name);
+// process_opts for the congestion-control tools: the common options but
+// -D/-K, and -c/--cckey <key> into *cckey.
+int process_cc_opts(int argc, char **argv, const char *usage_args,
+		    uint64_t *cckey, std::initializer_list<const char *> examples);
+// The rest of an "<op> <lid|guid> [args]" tool's main after its options
+// (ibccquery, ibccconfig): the usage when the op or the target is
+// missing, else the op looked up, srcport opened with the 3 mgmt_classes
+// (and -y's M_Key), argv[1] resolved, the op run, srcport closed; every
+// failure IBEXITs as main.
+void run_op(std::span<const MatchRec> table, int *mgmt_classes,
+	    struct ibmad_port *&srcport, int argc, char **argv);
 
 // Node name map (/etc/rdma/ib-node-name-map format: "<guid> \"name\"").
 class NodeNameMap {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-// Command line and ibdiag.conf handling shared by every tool.
+// Command line and ibdiag.conf handling shared by every tool, the option
+// sets of the tool families (CC, forwarding tables) and the common start:
+// open the port, resolve the target, run an op.
 #include "ibdiag_common.h"
 
 #include <cctype>
@@ -330,6 +332,94 @@ OpFn *match_op(std::span<const MatchRec> table, const char *name)
 			return r.fn;
 	}
 	return nullptr;
+}
+
+int process_cc_opts(int argc, char **argv, const char *usage_args,
+		    uint64_t *cckey, std::initializer_list<const char *> examples)
+{
+	static const Option opts[] = {{"cckey", 'c', 1, "<key>", "CC key"}};
+	return process_opts(
+		argc, argv, "DK", opts,
+		[cckey](int ch, char *arg) -> int {
+			if (ch != 'c')
+				return -1;
+			*cckey = strtoull(arg, nullptr, 0);
+			return 0;
+		},
+		usage_args, examples);
+}
+
+int process_fwd_opts(int argc, char **argv, const char *exclude_common,
+		     FwdDumpOpts &opts, const char **map_file,
+		     std::initializer_list<const char *> examples)
+{
+	static const Option fwd_opts[] = {
+		{"all", 'a', 0, nullptr, "show all lids, even invalid entries"},
+		{"no_dests", 'n', 0, nullptr, "do not try to resolve destinations"},
+		{"Multicast", 'M', 0, nullptr, "show multicast forwarding tables"},
+		{"node-name-map", 1, 1, "<file>", "node name map file"},
+	};
+	return process_opts(
+		argc, argv, exclude_common, fwd_opts,
+		[&opts, map_file](int ch, char *arg) {
+			switch (ch) {
+			case 'a': opts.dump_all = true; return 0;
+			case 'M': opts.multicast = true; return 0;
+			case 'n': opts.brief = true; return 0;
+			case 1: *map_file = arg; return 0;
+			default: return -1;
+			}
+		},
+		"[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]", examples);
+}
+
+struct ibmad_port *open_port(int *mgmt_classes, int num_classes)
+{
+	struct ibmad_port *srcport = mad_rpc_open_port(cfg.ca, cfg.ca_port,
+						       mgmt_classes, num_classes);
+	if (!srcport)
+		ibexit("main", "Failed to open '%s' port '%d'", cfg.ca,
+		       cfg.ca_port);
+	return srcport;
+}
+
+struct ibmad_port *open_smp_port()
+{
+	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS};
+	struct ibmad_port *srcport = open_port(classes, 3);
+	smp_mkey_set(srcport, cfg.mkey);
+	return srcport;
+}
+
+void resolve_dest(ib_portid_t *portid, const char *addr, ib_portid_t *sm_id,
+		  const struct ibmad_port *srcport)
+{
+	if (resolve_portid_str(cfg.ca, (uint8_t)cfg.ca_port, portid, addr,
+			       cfg.dest_type, sm_id, srcport) < 0)
+		ibexit("main", "can't resolve destination port %s", addr);
+}
+
+void run_op(std::span<const MatchRec> table, int *mgmt_classes,
+	    struct ibmad_port *&srcport, int argc, char **argv)
+{
+	// Exits name main as the function, as they would from the tool's main.
+	if (argc < 2)
+		show_usage();
+	OpFn *fn = match_op(table, argv[0]);
+	if (!fn)
+		ibexit("main", "operation '%s' not supported", argv[0]);
+
+	srcport = open_port(mgmt_classes, 3);
+	smp_mkey_set(srcport, cfg.mkey);
+
+	ib_portid_t portid = {};
+	if (resolve_portid_str(cfg.ca, cfg.ca_port, &portid, argv[1],
+			       cfg.dest_type, cfg.sm_id, srcport) < 0)
+		ibexit("main", "can't resolve destination %s", argv[1]);
+	if (const char *err = fn(&portid, argv + 2, argc - 2))
+		ibexit("main", "operation %s: %s", argv[0], err);
+
+	mad_rpc_close_port(srcport);
 }
 
 } // namespace ibdiag
