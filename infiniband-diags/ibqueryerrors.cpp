@@ -25,13 +25,6 @@ using netdisc::Fabric;
 using netdisc::field;
 
 // Facts of the IBA spec the reference takes from its ib_types.h:
-// PerfMgt ClassPortInfo CapabilityMask bits (host order)
-constexpr uint16_t PM_ALL_PORT_SELECT = 1u << 8;
-constexpr uint16_t PM_EXT_WIDTH = 1u << 9;
-constexpr uint16_t PM_EXT_WIDTH_NOIETF = 1u << 10;
-constexpr uint16_t PM_XMIT_WAIT = 1u << 12;
-// CapabilityMask2 (after its 5-bit shift): additional extended counters
-constexpr uint32_t PM_ADDL_PORT_CTRS_EXT = 1u << 1;
 // SA PathRecord
 constexpr uint64_t PR_COMP_DGID = 1ull << 2;
 constexpr uint64_t PR_COMP_SGID = 1ull << 3;
@@ -232,7 +225,7 @@ void query_and_dump(Line &line, ib_portid_t *portid, const std::string &name, in
 bool check_counter(const uint8_t *pc, const uint8_t *pce, uint32_t cap2, int f,
 		   int ext_f, Line &line)
 {
-	if (cap2 & PM_ADDL_PORT_CTRS_EXT) {
+	if (cap2 & ibdiag::pm_cap::addl_port_counters_ext) {
 		uint64_t v = 0;
 		mad_decode_field(const_cast<uint8_t *>(pce), static_cast<enum MAD_FIELDS>(ext_f), &v);
 		if (!above_threshold(ext_f, v))
@@ -262,7 +255,7 @@ void data_range(uint16_t cap, bool ext, int &first, int &last)
 {
 	if (ext) {
 		first = IB_PC_EXT_XMT_BYTES_F;
-		last = (cap & PM_EXT_WIDTH) ? IB_PC_EXT_RCV_MPKTS_F : IB_PC_EXT_RCV_PKTS_F;
+		last = (cap & ibdiag::pm_cap::ext_width) ? IB_PC_EXT_RCV_MPKTS_F : IB_PC_EXT_RCV_PKTS_F;
 	} else {
 		first = IB_PC_XMT_BYTES_F;
 		last = IB_PC_RCV_PKTS_F;
@@ -275,7 +268,7 @@ int report(ib_portid_t *portid, const std::string &name, ibnd_node_t *node,
 	   uint32_t cap2)
 {
 	static const uint8_t no_ext[1024] = {};
-	if (!pce && (cap2 & PM_ADDL_PORT_CTRS_EXT))
+	if (!pce && (cap2 & ibdiag::pm_cap::addl_port_counters_ext))
 		pce = no_ext; // extended counters announced but not read: all zero
 	Line line;
 	for (int f = IB_PC_ERR_SYM_F, ext_f = IB_PC_EXT_ERR_SYM_F; f <= IB_PC_VL15_DROPPED_F;
@@ -363,7 +356,7 @@ void print_data_cnts(ib_portid_t *portid, uint16_t cap, const std::string &name,
 {
 	uint8_t pc[1024] = {};
 	portid->sl = lid_sl[portid->lid];
-	bool ext = cap & (PM_EXT_WIDTH | PM_EXT_WIDTH_NOIETF);
+	bool ext = cap & (ibdiag::pm_cap::ext_width | ibdiag::pm_cap::ext_width_noietf);
 	const char *what = ext ? "IB_GSI_PORT_COUNTERS_EXT" : "IB_GSI_PORT_COUNTERS";
 	if (!pma_query_via(pc, portid, portnum, timeout(),
 			   ext ? IB_GSI_PORT_COUNTERS_EXT : IB_GSI_PORT_COUNTERS, srcport)) {
@@ -409,7 +402,7 @@ int print_errors(ib_portid_t *portid, uint16_t cap, uint32_t cap2,
 		summary.pma_failures++;
 		return 0;
 	}
-	if (cap & (PM_EXT_WIDTH | PM_EXT_WIDTH_NOIETF)) {
+	if (cap & (ibdiag::pm_cap::ext_width | ibdiag::pm_cap::ext_width_noietf)) {
 		if (!pma_query_via(pce, portid, portnum, timeout(), IB_GSI_PORT_COUNTERS_EXT,
 				   srcport)) {
 			IBWARN("IB_GSI_PORT_COUNTERS_EXT query failed on %s, %s port %d",
@@ -419,7 +412,7 @@ int print_errors(ib_portid_t *portid, uint16_t cap, uint32_t cap2,
 		}
 		ext = pce;
 	}
-	if (!(cap & PM_XMIT_WAIT)) {
+	if (!(cap & ibdiag::pm_cap::xmit_wait)) {
 		uint32_t zero = 0;
 		mad_encode_field(pc, IB_PC_XMT_WAIT_F, &zero);
 	}
@@ -462,7 +455,7 @@ void clear_port(ib_portid_t *portid, uint16_t cap, uint32_t cap2, const std::str
 	uint32_t mask = 0;
 	if (opts.clear_errors) {
 		mask |= 0xFFF;
-		if (cap & PM_XMIT_WAIT)
+		if (cap & ibdiag::pm_cap::xmit_wait)
 			mask |= 0x10000;
 	}
 	if (opts.clear_counts)
@@ -480,13 +473,13 @@ void clear_port(ib_portid_t *portid, uint16_t cap, uint32_t cap2, const std::str
 				      IB_GSI_PORT_RCV_ERROR_DETAILS, srcport);
 	}
 
-	if (cap & (PM_EXT_WIDTH | PM_EXT_WIDTH_NOIETF)) {
+	if (cap & (ibdiag::pm_cap::ext_width | ibdiag::pm_cap::ext_width_noietf)) {
 		mask = 0;
 		if (opts.clear_counts)
-			mask = (cap & PM_EXT_WIDTH) ? 0xFF : 0x0F;
-		if (opts.clear_errors && (cap2 & PM_ADDL_PORT_CTRS_EXT)) {
+			mask = (cap & ibdiag::pm_cap::ext_width) ? 0xFF : 0x0F;
+		if (opts.clear_errors && (cap2 & ibdiag::pm_cap::addl_port_counters_ext)) {
 			mask |= 0xfff0000;
-			if (cap & PM_XMIT_WAIT)
+			if (cap & ibdiag::pm_cap::xmit_wait)
 				mask |= 1u << 28;
 		}
 		if (mask && !reset_pc_ext(pc, portid, port, mask))
@@ -527,7 +520,7 @@ void check_node(ibnd_node_t *node, void *)
 
 	uint16_t cap = 0;
 	uint32_t cap2 = 0;
-	bool all_ports = query_cap_mask(&portid, name, p, cap, cap2) && (cap & PM_ALL_PORT_SELECT);
+	bool all_ports = query_cap_mask(&portid, name, p, cap, cap2) && (cap & ibdiag::pm_cap::all_port_select);
 	bool header = false;
 	auto aim = [&](int port) {
 		set_lid(portid, node->type == IB_NODE_SWITCH ? node->smalid

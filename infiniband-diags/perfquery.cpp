@@ -24,15 +24,6 @@ using namespace ibdiag;
 constexpr int kAllPorts = 0xFF;
 constexpr int kMaxPorts = 255;
 
-// PerfMgt ClassPortInfo CapabilityMask bits (host order).
-constexpr uint16_t kAllPortSelect = 1u << 8;
-constexpr uint16_t kExtWidth = 1u << 9;
-constexpr uint16_t kExtWidthNoIetf = 1u << 10;
-constexpr uint16_t kXmitWait = 1u << 12;
-constexpr uint16_t kRsFecCounters = 1u << 14;
-constexpr uint16_t kQp1Drop = 1u << 15;
-// CapabilityMask2 (already shifted right by 5).
-constexpr uint32_t kAddlPortCountersExt = 1u << 1;
 
 struct ibmad_port *srcport;
 uint8_t pc[1024];
@@ -143,13 +134,13 @@ void aggregate_perfcounters_ext(uint16_t cap_mask, uint32_t cap_mask2)
 		mad_decode_field(pc, kSumExtBase[i], &v64);
 		add_capped64(sum_ext.base[i], v64);
 	}
-	if (cap_mask & kExtWidth)
+	if (cap_mask & ibdiag::pm_cap::ext_width)
 		for (size_t i = 0; i < 4; i++) {
 			v64 = 0;
 			mad_decode_field(pc, kSumExtWidth[i], &v64);
 			add_capped64(sum_ext.width[i], v64);
 		}
-	if (cap_mask2 & kAddlPortCountersExt) {
+	if (cap_mask2 & ibdiag::pm_cap::addl_port_counters_ext) {
 		v = 0;
 		mad_decode_field(pc, IB_PC_EXT_COUNTER_SELECT2_F, &v);
 		sum_ext.counterselect2 = v;
@@ -170,12 +161,12 @@ void dump_perfcounters_ext(char *buf, int size, uint16_t cap_mask,
 	mad_dump_fields(buf, size, pc, sizeof pc, IB_PC_EXT_FIRST_F,
 			IB_PC_EXT_XMT_UPKTS_F);
 	size_t off = strlen(buf);
-	if (cap_mask & kExtWidth) {
+	if (cap_mask & ibdiag::pm_cap::ext_width) {
 		mad_dump_fields(buf + off, size - int(off), pc, sizeof pc,
 				IB_PC_EXT_XMT_UPKTS_F, IB_PC_EXT_LAST_F);
 		off += strlen(buf + off);
 	}
-	if (cap_mask2 & kAddlPortCountersExt)
+	if (cap_mask2 & ibdiag::pm_cap::addl_port_counters_ext)
 		mad_dump_fields(buf + off, size - int(off), pc, sizeof pc,
 				IB_PC_EXT_COUNTER_SELECT2_F,
 				IB_PC_EXT_ERR_LAST_F);
@@ -191,10 +182,10 @@ void output_aggregate_perfcounters_ext(ib_portid_t *portid, uint16_t cap_mask,
 	mad_encode_field(pc, IB_PC_EXT_COUNTER_SELECT_F, &sum_ext.counterselect);
 	for (size_t i = 0; i < 4; i++)
 		mad_encode_field(pc, kSumExtBase[i], &sum_ext.base[i]);
-	if (cap_mask & kExtWidth)
+	if (cap_mask & ibdiag::pm_cap::ext_width)
 		for (size_t i = 0; i < 4; i++)
 			mad_encode_field(pc, kSumExtWidth[i], &sum_ext.width[i]);
-	if (cap_mask2 & kAddlPortCountersExt) {
+	if (cap_mask2 & ibdiag::pm_cap::addl_port_counters_ext) {
 		mad_encode_field(pc, IB_PC_EXT_COUNTER_SELECT2_F,
 				 &sum_ext.counterselect2);
 		for (size_t i = 0; i < std::size(kSumExtAddl); i++)
@@ -216,7 +207,7 @@ void dump_perfcounters(int extended, int timeout, uint16_t cap_mask,
 		if (!pma_query_via(pc, portid, port, timeout,
 				   IB_GSI_PORT_COUNTERS, srcport))
 			ibexit("dump_perfcounters", "perfquery");
-		if (!(cap_mask & kXmitWait)) {
+		if (!(cap_mask & ibdiag::pm_cap::xmit_wait)) {
 			IBDIAG_VERBOSE("PortXmitWait not indicated so ignore this counter");
 			uint32_t zero = 0;
 			mad_encode_field(pc, IB_PC_XMT_WAIT_F, &zero);
@@ -226,7 +217,7 @@ void dump_perfcounters(int extended, int timeout, uint16_t cap_mask,
 		else
 			mad_dump_perfcounters(buf, sizeof buf, pc, sizeof pc);
 	} else {
-		if (!(cap_mask & kExtWidth) && !(cap_mask & kExtWidthNoIetf))
+		if (!(cap_mask & ibdiag::pm_cap::ext_width) && !(cap_mask & ibdiag::pm_cap::ext_width_noietf))
 			IBWARN("PerfMgt ClassPortInfo CapMask 0x%02X; No extended counter support indicated\n",
 			       cap_mask);
 		memset(pc, 0, sizeof pc);
@@ -326,7 +317,7 @@ bool is_rsfec_mode_active(ib_portid_t *portid, int port, uint16_t cap_mask)
 	uint8_t data[IB_SMP_DATA_SIZE] = {};
 	uint32_t fec_mode_active = 0, pie_capmask = 0;
 
-	if (!(cap_mask & kRsFecCounters))
+	if (!(cap_mask & ibdiag::pm_cap::rsfec_counters))
 		return false;
 	if (!is_port_info_extended_supported(portid, port, srcport)) {
 		IBWARN("Port Info Extended not supported");
@@ -523,7 +514,7 @@ int main(int argc, char **argv)
 			      uint32_t(pc[6]) << 8 | pc[7]) >> 5;
 
 	bool all_ports_loop = false;
-	if (!(cap_mask & kAllPortSelect)) {
+	if (!(cap_mask & ibdiag::pm_cap::all_port_select)) {
 		if (!info.all_ports && info.port == kAllPorts)
 			IBEXIT("AllPortSelect not supported");
 		if (info.all_ports && info.port == kAllPorts)
@@ -661,16 +652,16 @@ int main(int argc, char **argv)
 	// Reset: PortXmitWait and QP1Dropped only when the agent has them and
 	// no explicit mask was given.
 	if (argc <= 2 && !info.extended) {
-		if (cap_mask & kXmitWait)
+		if (cap_mask & ibdiag::pm_cap::xmit_wait)
 			mask |= 1 << 16;
-		if (cap_mask & kQp1Drop)
+		if (cap_mask & ibdiag::pm_cap::qp1_drop)
 			mask |= 1 << 17;
 	}
 	if (info.extended) {
 		mask |= 0xfff0000;
-		if (cap_mask & kXmitWait)
+		if (cap_mask & ibdiag::pm_cap::xmit_wait)
 			mask |= 1 << 28;
-		if (cap_mask & kQp1Drop)
+		if (cap_mask & ibdiag::pm_cap::qp1_drop)
 			mask |= 1 << 29;
 	}
 	for (int p : targets)

@@ -37,6 +37,20 @@
 
 namespace ibdiag {
 
+// PerfMgt ClassPortInfo CapabilityMask bits (host order), facts of the IBA
+// spec the reference takes from its ib_types.h; perfquery and ibqueryerrors
+// decide with them which counters a port has.
+namespace pm_cap {
+constexpr uint16_t all_port_select = 1u << 8;
+constexpr uint16_t ext_width = 1u << 9;
+constexpr uint16_t ext_width_noietf = 1u << 10;
+constexpr uint16_t xmit_wait = 1u << 12;
+constexpr uint16_t rsfec_counters = 1u << 14;
+constexpr uint16_t qp1_drop = 1u << 15;
+// CapabilityMask2 (after its 5-bit shift): additional extended counters.
+constexpr uint32_t addl_port_counters_ext = 1u << 1;
+} // namespace pm_cap
+
 // Where the reference keeps its files.
 inline constexpr const char *kConfigFile = "/etc/infiniband-diags/ibdiag.conf";
 inline constexpr const char *kNodeNameMapFile = "/etc/rdma/ib-node-name-map";
