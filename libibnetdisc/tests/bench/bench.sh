@@ -15,7 +15,7 @@ if [ "${1:-}" = -r ]; then rounds=$2; shift 2; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 "$src/tests/fabric/topo/gen-fattree.py" "$@" > "$work/ft.topo"
-gcc -shared -fPIC -O2 -o "$work/count_mads.so" "$here/count_mads.c" -ldl
+gcc -shared -fPIC -O2 -o "$work/count_mads.so" "$src/tests/bench/madcount.c" -ldl
 gcc -O2 -I"$src/libibnetdisc/include" -o "$work/bench_discover" "$here/bench_discover.c" \
     /usr/lib/x86_64-linux-gnu/libibnetdisc.so.5
 mkdir -p "$work/ours"
