@@ -1,0 +1,1507 @@
+// The device model: one thread per process that plays the ConnectX.
+//
+// How it finds work: the provider writes WQEs into the QP's send ring and
+// then the send doorbell record (dbrec[1], a 16-bit WQE-basic-block
+// counter) before ringing the UAR; the model polls the doorbell records of
+// every QP in RTS (and of every CQ arm record), and reads the wire socket.
+// While there is work it loops without sleeping; after 50 idle rounds it
+// sleeps in ppoll() on the wire socket (a packet wakes it at once), starting
+// at 5 us and doubling up to 50 us while the last work is less than 50 ms
+// old, then up to idle_poll_us (1 ms by default). So a doorbell is seen
+// within ~50 us on a busy device and within 1 ms on one idle for longer; no
+// sched_yield spinning, which on a loaded host gives away whole time slices.
+//
+// Transport: RC with PSNs, ACK/NAK (RNR, sequence, remote access, invalid
+// request), go-back-N retransmission on timeout (4.096 us << timeout,
+// retry_cnt) and RNR retry (min_rnr_timer, rnr_retry, 7 = forever), RDMA
+// read responses and atomics (host-order values, 8-byte aligned); UC
+// without acknowledgements; UD with Q_Key checks and the 40-byte GRH area.
+// Completions are mlx5 CQE64s with the owner bit of the ring pass.
+#include "verbs.h"
+#include "wire.h"
+
+#include <cerrno>
+#include <ctime>
+#include <deque>
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <thread>
+
+namespace uvsim {
+
+int wire_try_send(const Packet& p);
+
+namespace {
+
+uint64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+constexpr uint32_t kArmSentinel = 0xffffffffu;
+
+// 24-bit PSN arithmetic
+uint32_t psn_add(uint32_t a, uint32_t b) { return (a + b) & 0xffffff; }
+int32_t psn_diff(uint32_t a, uint32_t b) {   // a - b in [-2^23, 2^23)
+    int32_t d = static_cast<int32_t>((a - b) & 0xffffff);
+    return d >= 0x800000 ? d - 0x1000000 : d;
+}
+
+// packets the socket could not take yet (never destroyed: the model thread
+// may still run during exit())
+std::deque<Packet>& g_pending = *new std::deque<Packet>;
+uint64_t g_completions = 0;     // for the cqe_error_at fault
+uint64_t g_first_ctx_ns = 0;
+bool g_started = false;
+
+void xmit(Packet& p) {
+    p.h.magic = kWireMagic;
+    if (!g_pending.empty()) {
+        g_pending.push_back(p);
+        return;
+    }
+    int r = wire_try_send(p);
+    if (r == 0)
+        g_pending.push_back(p);
+    else if (r < 0)
+        UVSIM_TRACE("wire: qpn 0x%x unreachable: packet lost", p.h.dest_qpn);
+}
+
+bool flush_pending() {
+    bool moved = false;
+    while (!g_pending.empty()) {
+        int r = wire_try_send(g_pending.front());
+        if (r == 0)
+            break;
+        g_pending.pop_front();
+        moved = true;
+    }
+    return moved;
+}
+
+// ------------------------------------------------------------------ CQEs
+
+struct CqeInfo {
+    uint8_t opcode;          // MLX5_CQE_*
+    uint8_t wqe_opcode = 0;  // requester: MLX5_OPCODE_*
+    uint16_t wqe_counter = 0;
+    uint32_t byte_cnt = 0;
+    uint32_t imm = 0;        // network order as received
+    uint32_t src_qpn = 0;
+    bool grh = false;
+    uint16_t slid = 0;
+    uint8_t sl = 0;
+    uint8_t syndrome = 0;    // error CQEs
+    bool solicited = false;
+    Srq* srq = nullptr;
+};
+
+bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
+    const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
+    if (((cq.pi - cons) & 0xffffff) >= cq.ncqe) {
+        if (!cq.overrun) {
+            cq.overrun = true;
+            ++cq.async_events;
+            if (cq.ctx)
+                cq.ctx->async_event(cq.user_handle, IBV_EVENT_CQ_ERR);
+            UVSIM_TRACE("cq 0x%x overrun: CQE dropped", cq.cqn);
+        }
+        return false;
+    }
+    const uint32_t idx = cq.pi & (cq.ncqe - 1);
+    uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(idx) * cq.cqe_size;
+    if (cq.cqe_size == 128)
+        slot += 64;
+    auto* c = reinterpret_cast<mlx5_cqe64*>(slot);
+    const bool err = ci.opcode == MLX5_CQE_REQ_ERR || ci.opcode == MLX5_CQE_RESP_ERR;
+    uint8_t tmp[64] = {};
+    if (err) {
+        auto* e = reinterpret_cast<mlx5_err_cqe*>(tmp);
+        e->srqn = htobe32(ci.srq ? ci.srq->srqn : 0);
+        e->vendor_err_synd = ci.syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? 0xf9 : 0x81;
+        e->syndrome = ci.syndrome;
+        e->s_wqe_opcode_qpn = htobe32((uint32_t(ci.wqe_opcode) << 24) | qp.qpn);
+        e->wqe_counter = htobe16(ci.wqe_counter);
+    } else {
+        auto* e = reinterpret_cast<mlx5_cqe64*>(tmp);
+        e->imm_inval_pkey = ci.imm;
+        e->byte_cnt = htobe32(ci.byte_cnt);
+        e->sop_drop_qpn = htobe32((uint32_t(ci.wqe_opcode) << 24) | qp.qpn);
+        e->wqe_counter = htobe16(ci.wqe_counter);
+        e->slid = htobe16(ci.slid);
+        e->flags_rqpn = htobe32((ci.src_qpn & 0xffffff) | (ci.grh ? (1u << 28) : 0) | (uint32_t(ci.sl & 0xf) << 24));
+        e->timestamp = htobe64(now_ns());
+    }
+    auto* e64 = reinterpret_cast<mlx5_cqe64*>(tmp);
+    if (cq.ctx && cq.ctx->cqe_version == 1)
+        e64->srqn_uidx = htobe32(qp.uidx & 0xffffff);
+    else if (ci.srq)
+        e64->srqn_uidx = htobe32(ci.srq->srqn & 0xffffff);
+    memcpy(slot, tmp, 63);
+    const uint8_t owner = (cq.pi / cq.ncqe) & 1;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&c->op_own, static_cast<uint8_t>((ci.opcode << 4) | owner), __ATOMIC_RELEASE);
+    cq.pi = (cq.pi + 1) & 0xffffff;
+    if (cq.armed && (!cq.armed_solicited || ci.solicited || err))
+        cq.arm_ci = (cq.pi - 1) & 0xffffff, cq.armed_solicited = false;   // fires on the next check
+    UVSIM_TRACE("CQE cq 0x%x idx %u op %u qpn 0x%x wqe_counter %u byte_cnt %u%s syndrome 0x%x", cq.cqn, idx,
+                ci.opcode, qp.qpn, ci.wqe_counter, ci.byte_cnt, err ? " ERR" : "", ci.syndrome);
+    return true;
+}
+
+bool fire_events() {
+    bool any = false;
+    for (Cq* cq : sim().cqs) {
+        if (!cq->channel)
+            continue;
+        uint32_t v = __atomic_load_n(&cq->dbrec[1], __ATOMIC_ACQUIRE);
+        while (v != kArmSentinel) {
+            if (__atomic_compare_exchange_n(&cq->dbrec[1], &v, kArmSentinel, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                const uint32_t h = be32toh(v);
+                cq->armed = true;
+                cq->armed_solicited = (h & MLX5_CQ_DB_REQ_NOT_SOL) != 0;
+                cq->arm_ci = h & 0xffffff;
+                UVSIM_TRACE("cq 0x%x armed%s at ci %u", cq->cqn, cq->armed_solicited ? " (solicited)" : "",
+                            cq->arm_ci);
+                break;
+            }
+        }
+        if (cq->armed && !cq->armed_solicited && cq->pi != cq->arm_ci) {
+            cq->armed = false;
+            ++cq->comp_events;
+            ib_uverbs_comp_event_desc d{cq->user_handle};
+            cq->channel->post(&d, sizeof d);
+            UVSIM_TRACE("completion event cq 0x%x", cq->cqn);
+            any = true;
+        }
+    }
+    return any;
+}
+
+// ------------------------------------------------------------------ memory
+
+struct Sge {
+    uint32_t lkey;
+    uint64_t addr;
+    uint32_t len;
+};
+
+// Resolves a local SGE to process memory; syndrome on failure.
+uint8_t resolve_local(Qp& qp, const Sge& s, bool write, uint64_t& proc) {
+    auto it = sim().mrs_by_lkey.find(s.lkey);
+    if (it == sim().mrs_by_lkey.end())
+        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    Mr* mr = it->second;
+    if (mr->pd != qp.pd)
+        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    if (write && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    if (s.addr < mr->iova || s.addr + s.len > mr->iova + mr->length || s.addr + s.len < s.addr)
+        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    proc = mr->addr + (s.addr - mr->iova);
+    return 0;
+}
+
+// Remote access check (responder): NAK syndrome or 0.
+uint8_t resolve_remote(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need, uint64_t& proc) {
+    auto it = sim().mrs_by_lkey.find(rkey);
+    if (it == sim().mrs_by_lkey.end())
+        return AETH_NAK_REM_ACCESS;
+    Mr* mr = it->second;
+    if (mr->pd != qp.pd || !(mr->access & need) || !(qp.access & need))
+        return AETH_NAK_REM_ACCESS;
+    if (va < mr->iova || va + len > mr->iova + mr->length || va + len < va)
+        return AETH_NAK_REM_ACCESS;
+    proc = mr->addr + (va - mr->iova);
+    return 0;
+}
+
+// Gathers SGEs into out; syndrome on failure.
+uint8_t gather(Qp& qp, const std::vector<Sge>& sges, std::vector<uint8_t>& out) {
+    for (const Sge& s : sges) {
+        uint64_t p;
+        if (uint8_t e = resolve_local(qp, s, false, p))
+            return e;
+        size_t o = out.size();
+        out.resize(o + s.len);
+        if (!app_read(out.data() + o, p, s.len))
+            return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    }
+    return 0;
+}
+
+// Scatters data at byte offset `off` of an SGE list; syndrome on failure.
+uint8_t scatter(Qp& qp, const std::vector<Sge>& sges, uint64_t off, const uint8_t* data, size_t len) {
+    for (const Sge& s : sges) {
+        if (!len)
+            break;
+        if (off >= s.len) {
+            off -= s.len;
+            continue;
+        }
+        size_t n = std::min<uint64_t>(len, s.len - off);
+        uint64_t p;
+        if (uint8_t e = resolve_local(qp, s, true, p))
+            return e;
+        if (!app_write(p + off, data, n))
+            return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+        data += n;
+        len -= n;
+        off = 0;
+    }
+    return len ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : 0;
+}
+
+uint64_t sge_total(const std::vector<Sge>& v) {
+    uint64_t t = 0;
+    for (const Sge& s : v)
+        t += s.len;
+    return t;
+}
+
+}  // namespace
+
+// --------------------------------------------------------------- QP state
+
+struct SendOp {
+    uint16_t wqe_idx = 0;     // WQE counter (first basic block)
+    uint8_t opcode = 0;       // MLX5_OPCODE_*
+    bool signaled = false, solicited = false;
+    uint32_t imm = 0;         // network order
+    std::vector<Sge> sges;
+    std::vector<uint8_t> data;   // gathered payload (send/write), or inline
+    uint32_t len = 0;
+    uint64_t raddr = 0;
+    uint32_t rkey = 0;
+    uint64_t swap = 0, cmp = 0;
+    // UD
+    Av av;
+    uint32_t rqpn = 0, rqkey = 0;
+    // RC progress
+    uint32_t first_psn = 0, npkts = 1;
+    uint32_t read_got = 0;
+    bool done = false;
+};
+
+struct RecvState {
+    bool active = false;      // a receive WQE is being filled (multi-packet send)
+    bool from_srq = false;
+    uint16_t wqe_index = 0;
+    std::vector<Sge> sges;
+    uint64_t got = 0;
+    uint8_t error = 0;
+};
+
+struct QpEngine {
+    uint16_t sq_ci = 0;      // basic blocks consumed
+    uint16_t rq_ci = 0;      // receive WQEs consumed
+    // requester
+    std::deque<SendOp> outstanding;
+    uint32_t next_psn = 0;
+    uint64_t deadline = 0;
+    int retries = 0, rnr_retries = 0;
+    uint64_t rnr_until = 0;
+    uint32_t rnr_psn = 0;
+    bool resend = false;
+    // responder
+    uint32_t epsn = 0;
+    uint32_t msn = 0;
+    bool nak_sent = false;
+    RecvState recv;
+    bool w_active = false;    // RDMA write in progress
+    uint64_t w_proc = 0, w_left = 0, w_total = 0;
+    uint32_t last_atomic_psn = 0xffffffff;
+    uint64_t last_atomic_orig = 0;
+};
+
+Qp::Qp() : Object(ObjType::Qp) {}
+Qp::~Qp() = default;
+
+namespace {
+
+uint8_t port_of(const Qp& qp) { return qp.port ? qp.port : 1; }
+
+const PortCfg& pcfg(const Qp& qp) {
+    const Device& d = *qp.ctx->dev;
+    return d.cfg->ports[std::min<size_t>(port_of(qp) - 1, d.cfg->ports.size() - 1)];
+}
+
+void fill_addr(Qp& qp, const Av& av, Packet& p) {
+    const PortCfg& pc = pcfg(qp);
+    p.h.slid = pc.lid;
+    p.h.dlid = av.dlid;
+    p.h.sl = av.sl;
+    if (av.grh || pc.ethernet) {
+        p.h.flags |= kFlagGrh;
+        auto gids = port_gids(pc);
+        if (av.sgid_index < gids.size())
+            memcpy(p.h.sgid, gids[av.sgid_index].gid, 16);
+        memcpy(p.h.dgid, av.dgid, 16);
+    }
+}
+
+// Is the packet addressed to this QP's port?
+bool addressed_to(Qp& qp, const Packet& p) {
+    const PortCfg& pc = pcfg(qp);
+    if (pc.ethernet) {
+        if (!(p.h.flags & kFlagGrh))
+            return false;
+        for (const GidEntry& g : port_gids(pc))
+            if (!memcmp(g.gid, p.h.dgid, 16))
+                return true;
+        return false;
+    }
+    if (p.h.dlid < pc.lid || p.h.dlid >= pc.lid + (1u << pc.lmc))
+        return false;
+    if (p.h.flags & kFlagGrh) {
+        for (const GidEntry& g : port_gids(pc))
+            if (!memcmp(g.gid, p.h.dgid, 16))
+                return true;
+        return false;
+    }
+    return true;
+}
+
+void set_error(Qp& qp);
+
+bool complete(Qp& qp, Cq& cq, CqeInfo ci) {
+    const uint64_t at = cfg().faults.cqe_error_at;
+    if (at && ci.opcode != MLX5_CQE_REQ_ERR && ci.opcode != MLX5_CQE_RESP_ERR && ++g_completions == at) {
+        ci.syndrome = cfg().faults.cqe_error_syndrome;
+        ci.opcode = (ci.opcode == MLX5_CQE_REQ) ? MLX5_CQE_REQ_ERR : MLX5_CQE_RESP_ERR;
+        UVSIM_TRACE("fault: completion %llu of qpn 0x%x turned into syndrome 0x%x", (unsigned long long)at, qp.qpn,
+                    ci.syndrome);
+        bool r = cqe_write(cq, qp, ci);
+        set_error(qp);
+        return r;
+    }
+    return cqe_write(cq, qp, ci);
+}
+
+void req_complete(Qp& qp, const SendOp& op, uint8_t syndrome = 0) {
+    CqeInfo ci{};
+    ci.wqe_opcode = op.opcode;
+    ci.wqe_counter = op.wqe_idx;
+    if (syndrome) {
+        ci.opcode = MLX5_CQE_REQ_ERR;
+        ci.syndrome = syndrome;
+        cqe_write(*qp.send_cq, qp, ci);
+        return;
+    }
+    if (!op.signaled)
+        return;
+    ci.opcode = MLX5_CQE_REQ;
+    if (op.opcode == MLX5_OPCODE_RDMA_READ)
+        ci.byte_cnt = op.len;
+    else if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA)
+        ci.byte_cnt = 8;
+    else
+        ci.byte_cnt = op.len;
+    complete(qp, *qp.send_cq, ci);
+}
+
+// Flushes everything: outstanding and posted send WQEs, posted receives.
+void flush_all(Qp& qp);
+
+void set_error(Qp& qp) {
+    if (qp.state == IBV_QPS_ERR)
+        return;
+    const uint8_t old = qp.state;
+    qp.state = IBV_QPS_ERR;
+    UVSIM_TRACE("qpn 0x%x: %u -> ERR", qp.qpn, old);
+    flush_all(qp);
+    if (qp.srq && qp.ctx)
+        qp.ctx->async_event(qp.user_handle, IBV_EVENT_QP_LAST_WQE_REACHED), ++qp.events_reported;
+}
+
+// ------------------------------------------------------------ WQE parsing
+
+// Copies the WQE at basic-block counter idx out of the ring (it may wrap).
+bool read_wqe(Qp& qp, uint16_t idx, uint8_t* out, size_t& size, uint32_t& nbb) {
+    const uint32_t cnt = qp.sq_wqe_cnt;
+    const uint8_t* ring = reinterpret_cast<const uint8_t*>(qp.sq_buf);
+    const uint32_t first = idx & (cnt - 1);
+    mlx5_wqe_ctrl_seg ctrl;
+    memcpy(&ctrl, ring + size_t(first) * 64, sizeof ctrl);
+    const uint32_t ds = be32toh(ctrl.qpn_ds) & 0x3f;
+    if (ds == 0)
+        return false;
+    size = ds * 16;
+    nbb = (size + 63) / 64;
+    if (nbb > cnt)
+        return false;
+    for (uint32_t b = 0; b < nbb; ++b)
+        memcpy(out + b * 64, ring + size_t((first + b) & (cnt - 1)) * 64, 64);
+    return true;
+}
+
+// Parses an SQ WQE into op. Returns 0 or a syndrome.
+uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
+    mlx5_wqe_ctrl_seg ctrl;
+    memcpy(&ctrl, w, sizeof ctrl);
+    const uint32_t oio = be32toh(ctrl.opmod_idx_opcode);
+    op.opcode = oio & 0xff;
+    op.wqe_idx = static_cast<uint16_t>(oio >> 8);
+    if ((be32toh(ctrl.qpn_ds) >> 8) != qp.qpn)
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    op.signaled = (ctrl.fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
+    op.solicited = (ctrl.fm_ce_se & MLX5_WQE_CTRL_SOLICITED) != 0;
+    op.imm = ctrl.imm;
+    size_t off = 16;
+    switch (op.opcode) {
+    case MLX5_OPCODE_NOP:
+        return 0;
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_IMM:
+    case MLX5_OPCODE_SEND_INVAL:
+        break;
+    case MLX5_OPCODE_RDMA_WRITE:
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_RDMA_READ:
+    case MLX5_OPCODE_ATOMIC_CS:
+    case MLX5_OPCODE_ATOMIC_FA:
+        if (qp.qp_type == IBV_QPT_UD)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        if (qp.qp_type == IBV_QPT_UC && op.opcode != MLX5_OPCODE_RDMA_WRITE && op.opcode != MLX5_OPCODE_RDMA_WRITE_IMM)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        break;
+    default:
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;   // UMR, LSO, local invalidate... not modelled
+    }
+    if (qp.qp_type == IBV_QPT_UD) {
+        if (off + sizeof(mlx5_wqe_datagram_seg) > size)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        mlx5_wqe_av av;
+        memcpy(&av, w + off, sizeof av);
+        off += sizeof(mlx5_wqe_datagram_seg);
+        op.rqkey = be32toh(av.key.qkey.qkey);
+        op.rqpn = be32toh(av.dqp_dct) & 0xffffff;
+        op.av.dlid = be16toh(av.rlid);
+        op.av.sl = av.stat_rate_sl & 0xf;
+        op.av.grh = (be32toh(av.dqp_dct) & MLX5_EXTENDED_UD_AV) && (av.grh_gid_fl & htobe32(1u << 30));
+        memcpy(op.av.dgid, av.rgid, 16);
+        op.av.sgid_index = static_cast<uint8_t>(be32toh(av.grh_gid_fl) >> 20 & 0xff);
+        op.av.hop_limit = av.hop_limit;
+        op.av.traffic_class = av.tclass;
+        op.av.port = port_of(qp);
+        if (pcfg(qp).ethernet)
+            op.av.grh = true;
+    }
+    if (op.opcode >= MLX5_OPCODE_RDMA_WRITE && op.opcode != MLX5_OPCODE_SEND && op.opcode != MLX5_OPCODE_SEND_IMM) {
+        if (off + 16 > size)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        mlx5_wqe_raddr_seg r;
+        memcpy(&r, w + off, sizeof r);
+        op.raddr = be64toh(r.raddr);
+        op.rkey = be32toh(r.rkey);
+        off += 16;
+        if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA) {
+            if (off + 16 > size)
+                return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+            mlx5_wqe_atomic_seg a;
+            memcpy(&a, w + off, sizeof a);
+            op.swap = be64toh(a.swap_add);
+            op.cmp = be64toh(a.compare);
+            off += 16;
+        }
+    }
+    // data: pointer segments or inline segments
+    bool inl = false;
+    while (off + 4 <= size) {
+        uint32_t bc;
+        memcpy(&bc, w + off, 4);
+        bc = be32toh(bc);
+        if (bc & MLX5_INLINE_SEG) {
+            const uint32_t n = bc & ~MLX5_INLINE_SEG;
+            if (off + 4 + n > size)
+                return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+            if (n > cfg().devices[qp.ctx->dev->index].max_inline + 64)
+                return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+            op.data.insert(op.data.end(), w + off + 4, w + off + 4 + n);
+            off += (4 + n + 15) & ~size_t(15);
+            inl = true;
+            continue;
+        }
+        if (off + 16 > size)
+            break;
+        mlx5_wqe_data_seg d;
+        memcpy(&d, w + off, sizeof d);
+        off += 16;
+        Sge s{be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)};
+        if (s.len == 0 && s.lkey == 0 && s.addr == 0)
+            continue;   // padding
+        op.sges.push_back(s);
+    }
+    if (inl && !op.sges.empty())
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA) {
+        if (inl)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        op.len = static_cast<uint32_t>(sge_total(op.sges));
+        if ((op.opcode != MLX5_OPCODE_RDMA_READ) && op.len != 8)
+            return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+        // the local buffer must be writable now (checked again on arrival)
+        for (const Sge& s : op.sges) {
+            uint64_t p;
+            if (uint8_t e = resolve_local(qp, s, true, p))
+                return e;
+        }
+        return 0;
+    }
+    if (!inl)
+        if (uint8_t e = gather(qp, op.sges, op.data))
+            return e;
+    op.len = static_cast<uint32_t>(op.data.size());
+    if (op.len > (1u << 30))
+        return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+    return 0;
+}
+
+// ------------------------------------------------------------- requester
+
+void send_packets(Qp& qp, SendOp& op, uint32_t from_pkt = 0) {
+    const uint32_t mtu = qp.qp_type == IBV_QPT_UD ? 4096 : mtu_bytes(qp.path_mtu);
+    const uint8_t tr = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC : qp.qp_type == IBV_QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
+    Packet p{};
+    p.h.src_qpn = qp.qpn;
+    p.h.dest_qpn = qp.qp_type == IBV_QPT_UD ? op.rqpn : qp.dest_qpn;
+    fill_addr(qp, qp.qp_type == IBV_QPT_UD ? op.av : qp.av, p);
+    if (op.opcode == MLX5_OPCODE_RDMA_READ) {
+        p.h.opcode = tr | OP_READ_REQUEST;
+        p.h.psn = op.first_psn;
+        p.h.va = op.raddr;
+        p.h.rkey = op.rkey;
+        p.h.dma_len = op.len;
+        xmit(p);
+        return;
+    }
+    if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA) {
+        p.h.opcode = tr | (op.opcode == MLX5_OPCODE_ATOMIC_CS ? OP_CMP_SWAP : OP_FETCH_ADD);
+        p.h.psn = op.first_psn;
+        p.h.va = op.raddr;
+        p.h.rkey = op.rkey;
+        p.h.dma_len = 8;
+        p.h.swap_add = op.swap;
+        p.h.compare = op.cmp;
+        xmit(p);
+        return;
+    }
+    const bool write = op.opcode == MLX5_OPCODE_RDMA_WRITE || op.opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
+    const bool imm = op.opcode == MLX5_OPCODE_RDMA_WRITE_IMM || op.opcode == MLX5_OPCODE_SEND_IMM;
+    const bool inv = op.opcode == MLX5_OPCODE_SEND_INVAL;
+    const uint32_t n = op.npkts;
+    for (uint32_t i = from_pkt; i < n; ++i) {
+        const bool first = i == 0, last = i == n - 1;
+        uint8_t o;
+        if (write)
+            o = n == 1 ? (imm ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY)
+                       : first ? OP_WRITE_FIRST : last ? (imm ? OP_WRITE_LAST_IMM : OP_WRITE_LAST) : OP_WRITE_MIDDLE;
+        else
+            o = n == 1 ? (imm ? OP_SEND_ONLY_IMM : inv ? OP_SEND_ONLY_INV : OP_SEND_ONLY)
+                       : first ? OP_SEND_FIRST
+                               : last ? (imm ? OP_SEND_LAST_IMM : inv ? OP_SEND_LAST_INV : OP_SEND_LAST) : OP_SEND_MIDDLE;
+        p.h.opcode = tr | o;
+        p.h.psn = psn_add(op.first_psn, i);
+        p.h.flags = static_cast<uint8_t>((p.h.flags & kFlagGrh) | (last && op.solicited ? kFlagSolicited : 0));
+        if (first && write) {
+            p.h.va = op.raddr;
+            p.h.rkey = op.rkey;
+            p.h.dma_len = op.len;
+        }
+        p.h.imm = op.imm;
+        p.h.qkey = op.rqkey;
+        if (qp.qp_type == IBV_QPT_UD && (op.rqkey & 0x80000000u))
+            p.h.qkey = qp.qkey;   // the high bit means: use the QP's Q_Key
+        const uint32_t off = i * mtu;
+        const uint32_t len = std::min(mtu, op.len - std::min(op.len, off));
+        p.h.payload_len = static_cast<uint16_t>(len);
+        if (len)
+            memcpy(p.payload, op.data.data() + off, len);
+        xmit(p);
+    }
+}
+
+uint64_t timeout_ns(const Qp& qp) {
+    if (qp.timeout == 0)
+        return 0;   // infinite
+    uint64_t ns = 4096ull << qp.timeout;
+    return std::max<uint64_t>(ns, 1000000ull);
+}
+
+uint64_t rnr_ns(uint8_t t) {
+    static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,   160,   240,   320,
+                                    480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,  10240, 15360,
+                                    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+    return uint64_t(us[t & 31]) * 1000;
+}
+
+void arm_timer(Qp& qp) {
+    uint64_t t = timeout_ns(qp);
+    qp.eng->deadline = qp.eng->outstanding.empty() || !t ? 0 : now_ns() + t;
+}
+
+bool poll_sq(Qp& qp) {
+    QpEngine& e = *qp.eng;
+    if (!qp.dbrec || !qp.sq_wqe_cnt)
+        return false;
+    const uint16_t pi = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[1], __ATOMIC_ACQUIRE)) & 0xffff);
+    bool work = false;
+    uint8_t w[64 * 64];
+    while (e.sq_ci != pi) {
+        if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_ERR)
+            break;
+        if (qp.qp_type == IBV_QPT_RC && (e.outstanding.size() >= 512 || g_pending.size() > 1024))
+            break;   // window full: wait for acknowledgements
+        size_t size;
+        uint32_t nbb;
+        SendOp op;
+        if (!read_wqe(qp, e.sq_ci, w, size, nbb)) {
+            op.wqe_idx = e.sq_ci;
+            e.sq_ci = static_cast<uint16_t>(e.sq_ci + 1);
+            req_complete(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+            set_error(qp);
+            return true;
+        }
+        const uint8_t syn = parse_send(qp, w, size, op);
+        e.sq_ci = static_cast<uint16_t>(e.sq_ci + nbb);
+        work = true;
+        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s", qp.qpn, op.wqe_idx, op.opcode, size / 16,
+                    op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "");
+        if (qp.state == IBV_QPS_ERR) {
+            req_complete(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+            continue;
+        }
+        if (syn) {
+            req_complete(qp, op, syn);
+            set_error(qp);
+            return true;
+        }
+        if (op.opcode == MLX5_OPCODE_NOP) {
+            if (qp.qp_type == IBV_QPT_RC && !e.outstanding.empty()) {
+                op.done = true;
+                e.outstanding.push_back(std::move(op));
+            } else {
+                req_complete(qp, op);
+            }
+            continue;
+        }
+        const uint32_t mtu = qp.qp_type == IBV_QPT_UD ? 4096 : mtu_bytes(qp.path_mtu);
+        if (qp.qp_type == IBV_QPT_UD && op.len > mtu_bytes(pcfg(qp).active_mtu)) {
+            req_complete(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+            set_error(qp);
+            return true;
+        }
+        if (op.opcode == MLX5_OPCODE_RDMA_READ)
+            op.npkts = std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
+        else if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA)
+            op.npkts = 1;
+        else
+            op.npkts = std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
+        op.first_psn = e.next_psn;
+        e.next_psn = psn_add(e.next_psn, op.npkts);
+        send_packets(qp, op);
+        if (qp.qp_type == IBV_QPT_RC) {
+            const bool was_empty = e.outstanding.empty();
+            e.outstanding.push_back(std::move(op));
+            if (was_empty) {
+                e.retries = qp.retry_cnt;
+                e.rnr_retries = qp.rnr_retry;
+                arm_timer(qp);
+            }
+        } else {
+            req_complete(qp, op);
+        }
+    }
+    return work;
+}
+
+// Completes finished operations at the head of the queue, in order.
+void retire(Qp& qp) {
+    QpEngine& e = *qp.eng;
+    bool progressed = false;
+    while (!e.outstanding.empty() && e.outstanding.front().done) {
+        req_complete(qp, e.outstanding.front());
+        e.outstanding.pop_front();
+        progressed = true;
+    }
+    if (progressed) {
+        e.retries = qp.retry_cnt;
+        e.rnr_retries = qp.rnr_retry;
+        arm_timer(qp);
+    }
+}
+
+void fail_head(Qp& qp, uint8_t syndrome) {
+    QpEngine& e = *qp.eng;
+    // everything before the failing operation that finished completes first
+    retire(qp);
+    if (!e.outstanding.empty()) {
+        req_complete(qp, e.outstanding.front(), syndrome);
+        e.outstanding.pop_front();
+    }
+    set_error(qp);
+}
+
+void retransmit_from(Qp& qp, uint32_t psn) {
+    QpEngine& e = *qp.eng;
+    for (SendOp& op : e.outstanding) {
+        if (op.done)
+            continue;
+        const int32_t d = psn_diff(psn, op.first_psn);
+        if (d >= static_cast<int32_t>(op.npkts))
+            continue;   // entirely acknowledged already
+        uint32_t from = d > 0 ? static_cast<uint32_t>(d) : 0;
+        if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS ||
+            op.opcode == MLX5_OPCODE_ATOMIC_FA) {
+            op.read_got = 0;
+            from = 0;
+        }
+        send_packets(qp, op, from);
+    }
+    arm_timer(qp);
+}
+
+void handle_ack(Qp& qp, const Packet& p) {
+    QpEngine& e = *qp.eng;
+    const uint8_t syn = p.h.syndrome;
+    const uint32_t psn = p.h.psn;
+    // acknowledge sends/writes whose last packet is at or before psn
+    for (SendOp& op : e.outstanding) {
+        if (op.done)
+            continue;
+        const uint32_t last = psn_add(op.first_psn, op.npkts - 1);
+        if (psn_diff(psn, last) < 0)
+            break;
+        if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS ||
+            op.opcode == MLX5_OPCODE_ATOMIC_FA)
+            break;   // completes with its response only
+        if ((syn & 0xe0) == AETH_ACK || psn_diff(psn, last) > 0)
+            op.done = true;
+    }
+    if ((syn & 0xe0) == AETH_ACK) {
+        retire(qp);
+        return;
+    }
+    retire(qp);
+    if ((syn & 0xe0) == AETH_RNR_NAK) {
+        if (e.rnr_retries == 0) {
+            fail_head(qp, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
+            return;
+        }
+        if (qp.rnr_retry != 7)
+            --e.rnr_retries;
+        e.rnr_until = now_ns() + std::max(rnr_ns(syn & 0x1f), rnr_ns(qp.min_rnr_timer) * 0);
+        e.rnr_psn = psn;
+        e.deadline = 0;
+        return;
+    }
+    switch (syn) {
+    case AETH_NAK_PSN_SEQ:
+        if (e.retries-- <= 0) {
+            fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+            return;
+        }
+        retransmit_from(qp, psn);
+        return;
+    case AETH_NAK_INV_REQ:
+        fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
+        return;
+    case AETH_NAK_REM_ACCESS:
+        fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+        return;
+    default:
+        fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
+        return;
+    }
+}
+
+void handle_read_resp(Qp& qp, const Packet& p) {
+    QpEngine& e = *qp.eng;
+    for (SendOp& op : e.outstanding) {
+        if (op.done || op.opcode != MLX5_OPCODE_RDMA_READ)
+            continue;
+        const int32_t d = psn_diff(p.h.psn, op.first_psn);
+        if (d < 0 || d >= static_cast<int32_t>(op.npkts))
+            continue;
+        const uint32_t mtu = mtu_bytes(qp.path_mtu);
+        if (static_cast<uint32_t>(d) * mtu != op.read_got)
+            return;   // out of order (a lost packet): the timeout resends the request
+        if (uint8_t syn = scatter(qp, op.sges, op.read_got, p.payload, p.h.payload_len)) {
+            fail_head(qp, syn);
+            return;
+        }
+        op.read_got += p.h.payload_len;
+        const uint8_t o = p.h.opcode & 0x1f;
+        if (o == OP_READ_RESP_LAST || o == OP_READ_RESP_ONLY) {
+            if (op.read_got != op.len) {
+                fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
+                return;
+            }
+            op.done = true;
+            // an implicit ack of everything before it
+            for (SendOp& o2 : e.outstanding) {
+                if (&o2 == &op)
+                    break;
+                if (o2.opcode != MLX5_OPCODE_RDMA_READ && o2.opcode != MLX5_OPCODE_ATOMIC_CS &&
+                    o2.opcode != MLX5_OPCODE_ATOMIC_FA)
+                    o2.done = true;
+            }
+            retire(qp);
+        }
+        return;
+    }
+}
+
+void handle_atomic_ack(Qp& qp, const Packet& p) {
+    QpEngine& e = *qp.eng;
+    for (SendOp& op : e.outstanding) {
+        if (op.done)
+            continue;
+        if (op.first_psn != p.h.psn)
+            continue;
+        if (op.opcode != MLX5_OPCODE_ATOMIC_CS && op.opcode != MLX5_OPCODE_ATOMIC_FA)
+            return;
+        if (uint8_t syn = scatter(qp, op.sges, 0, reinterpret_cast<const uint8_t*>(&p.h.orig), 8)) {
+            fail_head(qp, syn);
+            return;
+        }
+        op.done = true;
+        for (SendOp& o2 : e.outstanding) {
+            if (&o2 == &op)
+                break;
+            if (o2.opcode != MLX5_OPCODE_RDMA_READ && o2.opcode != MLX5_OPCODE_ATOMIC_CS &&
+                o2.opcode != MLX5_OPCODE_ATOMIC_FA)
+                o2.done = true;
+        }
+        retire(qp);
+        return;
+    }
+}
+
+bool timers(Qp& qp) {
+    QpEngine& e = *qp.eng;
+    if (qp.qp_type != IBV_QPT_RC || qp.state != IBV_QPS_RTS || e.outstanding.empty())
+        return false;
+    const uint64_t t = now_ns();
+    if (e.rnr_until) {
+        if (t < e.rnr_until)
+            return false;
+        e.rnr_until = 0;
+        retransmit_from(qp, e.rnr_psn);
+        return true;
+    }
+    if (!e.deadline || t < e.deadline)
+        return false;
+    if (e.retries <= 0) {
+        UVSIM_TRACE("qpn 0x%x: transport retries exhausted", qp.qpn);
+        fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+        return true;
+    }
+    --e.retries;
+    UVSIM_TRACE("qpn 0x%x: timeout, retransmitting from psn %u", qp.qpn, e.outstanding.front().first_psn);
+    retransmit_from(qp, e.outstanding.front().first_psn);
+    return true;
+}
+
+// ------------------------------------------------------------- responder
+
+// Takes the next receive WQE (RQ or SRQ). False when none is posted.
+bool take_recv(Qp& qp, RecvState& r) {
+    r = RecvState{};
+    if (qp.srq) {
+        Srq& s = *qp.srq;
+        const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&s.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+        if (posted == s.consumed)
+            return false;
+        const uint8_t* w = reinterpret_cast<const uint8_t*>(s.buf) + (size_t(s.head) << s.wqe_shift);
+        mlx5_wqe_srq_next_seg nx;
+        memcpy(&nx, w, sizeof nx);
+        r.wqe_index = s.head;
+        for (uint32_t i = 0; i < s.max_sge; ++i) {
+            mlx5_wqe_data_seg d;
+            memcpy(&d, w + 16 + 16 * i, sizeof d);
+            if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
+                break;
+            r.sges.push_back({be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)});
+        }
+        s.head = be16toh(nx.next_wqe_index) & static_cast<uint16_t>(s.wqe_cnt - 1);
+        ++s.consumed;
+        r.from_srq = true;
+        r.active = true;
+        const uint16_t left = static_cast<uint16_t>(posted - s.consumed);
+        if (s.limit_armed && left < s.limit) {
+            s.limit_armed = false;
+            ++s.events_reported;
+            if (s.ctx)
+                s.ctx->async_event(s.user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
+        }
+        return true;
+    }
+    QpEngine& e = *qp.eng;
+    if (!qp.rq_wqe_cnt)
+        return false;
+    const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+    if (posted == e.rq_ci)
+        return false;
+    const uint32_t idx = e.rq_ci & (qp.rq_wqe_cnt - 1);
+    const uint8_t* w = reinterpret_cast<const uint8_t*>(qp.buf) + (size_t(idx) << qp.rq_wqe_shift);
+    const uint32_t nseg = (1u << qp.rq_wqe_shift) / 16;
+    for (uint32_t i = 0; i < nseg; ++i) {
+        mlx5_wqe_data_seg d;
+        memcpy(&d, w + 16 * i, sizeof d);
+        if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
+            break;
+        r.sges.push_back({be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)});
+    }
+    r.wqe_index = static_cast<uint16_t>(idx);
+    ++e.rq_ci;
+    r.active = true;
+    return true;
+}
+
+void recv_error(Qp& qp, RecvState& r, uint8_t syndrome) {
+    CqeInfo ci{};
+    ci.opcode = MLX5_CQE_RESP_ERR;
+    ci.syndrome = syndrome;
+    ci.wqe_counter = r.wqe_index;
+    ci.srq = r.from_srq ? qp.srq : nullptr;
+    cqe_write(*qp.recv_cq, qp, ci);
+    r.active = false;
+}
+
+void send_ack(Qp& qp, const Packet& req, uint8_t syndrome, uint32_t psn) {
+    Packet a{};
+    a.h.opcode = TRANSPORT_RC | OP_ACK;
+    a.h.src_qpn = qp.qpn;
+    a.h.dest_qpn = qp.dest_qpn;
+    a.h.psn = psn;
+    a.h.syndrome = syndrome;
+    a.h.msn = qp.eng->msn;
+    fill_addr(qp, qp.av, a);
+    (void)req;
+    xmit(a);
+}
+
+void grh_area(const Packet& p, uint8_t grh[40]) {
+    memset(grh, 0, 40);
+    const uint32_t w0 = htobe32(6u << 28);
+    memcpy(grh, &w0, 4);
+    const uint16_t plen = htobe16(p.h.payload_len);
+    memcpy(grh + 4, &plen, 2);
+    grh[6] = 0x1b;
+    grh[7] = 64;
+    memcpy(grh + 8, p.h.sgid, 16);
+    memcpy(grh + 24, p.h.dgid, 16);
+}
+
+void ud_receive(Qp& qp, const Packet& p) {
+    if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
+        return;
+    if (p.h.qkey != qp.qkey) {
+        UVSIM_TRACE("qpn 0x%x: Q_Key 0x%x != 0x%x: dropped", qp.qpn, p.h.qkey, qp.qkey);
+        return;
+    }
+    RecvState r;
+    if (!take_recv(qp, r)) {
+        UVSIM_TRACE("qpn 0x%x: no receive WQE: UD packet dropped", qp.qpn);
+        return;
+    }
+    const bool grh = p.h.flags & kFlagGrh;
+    if (grh) {
+        uint8_t g[40];
+        grh_area(p, g);
+        if (uint8_t syn = scatter(qp, r.sges, 0, g, 40)) {
+            recv_error(qp, r, syn);
+            set_error(qp);
+            return;
+        }
+    }
+    if (sge_total(r.sges) < 40u + p.h.payload_len) {
+        recv_error(qp, r, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+        set_error(qp);
+        return;
+    }
+    if (uint8_t syn = scatter(qp, r.sges, 40, p.payload, p.h.payload_len)) {
+        recv_error(qp, r, syn);
+        set_error(qp);
+        return;
+    }
+    CqeInfo ci{};
+    const uint8_t o = p.h.opcode & 0x1f;
+    ci.opcode = o == OP_SEND_ONLY_IMM ? MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND;
+    ci.imm = p.h.imm;
+    ci.byte_cnt = 40 + p.h.payload_len;
+    ci.wqe_counter = r.wqe_index;
+    ci.src_qpn = p.h.src_qpn;
+    ci.grh = grh;
+    ci.slid = p.h.slid;
+    ci.sl = p.h.sl;
+    ci.solicited = p.h.flags & kFlagSolicited;
+    ci.srq = r.from_srq ? qp.srq : nullptr;
+    complete(qp, *qp.recv_cq, ci);
+}
+
+void responder_fatal(Qp& qp, const Packet& p, uint8_t nak, uint32_t event) {
+    if (qp.qp_type == IBV_QPT_RC)
+        send_ack(qp, p, nak, p.h.psn);
+    if (qp.eng->recv.active)
+        recv_error(qp, qp.eng->recv,
+                   nak == AETH_NAK_INV_REQ ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
+    if (qp.ctx && event) {
+        qp.ctx->async_event(qp.user_handle, event);
+        ++qp.events_reported;
+    }
+    set_error(qp);
+}
+
+// RC/UC request packets
+void responder(Qp& qp, const Packet& p) {
+    QpEngine& e = *qp.eng;
+    const bool rc = qp.qp_type == IBV_QPT_RC;
+    if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
+        return;
+    if (p.h.src_qpn != qp.dest_qpn)
+        return;   // not our connection
+    const uint8_t o = p.h.opcode & 0x1f;
+    const int32_t d = psn_diff(p.h.psn, e.epsn);
+    if (rc && d < 0) {
+        // duplicate: acknowledge again, re-read, or replay the atomic
+        if (o == OP_READ_REQUEST) {
+            // re-execute below with the old PSN (idempotent)
+        } else if (o == OP_CMP_SWAP || o == OP_FETCH_ADD) {
+            if (p.h.psn == e.last_atomic_psn) {
+                Packet a{};
+                a.h.opcode = TRANSPORT_RC | OP_ATOMIC_ACK;
+                a.h.src_qpn = qp.qpn;
+                a.h.dest_qpn = qp.dest_qpn;
+                a.h.psn = p.h.psn;
+                a.h.msn = e.msn;
+                a.h.orig = e.last_atomic_orig;
+                fill_addr(qp, qp.av, a);
+                xmit(a);
+            }
+            return;
+        } else {
+            send_ack(qp, p, AETH_ACK, psn_add(e.epsn, 0xffffff));
+            return;
+        }
+    } else if (d > 0) {
+        if (rc && !e.nak_sent) {
+            e.nak_sent = true;
+            send_ack(qp, p, AETH_NAK_PSN_SEQ, e.epsn);
+        }
+        if (!rc) {
+            // UC: a lost packet ends the message being received
+            if (e.recv.active)
+                e.recv.active = false;   // the WQE is reused by the next message
+            e.w_active = false;
+            e.epsn = p.h.psn;
+        } else {
+            return;
+        }
+    }
+    const bool first = o == OP_SEND_FIRST || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM || o == OP_SEND_ONLY_INV ||
+                       o == OP_WRITE_FIRST || o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
+    const bool last = o == OP_SEND_LAST || o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM ||
+                      o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV || o == OP_WRITE_LAST ||
+                      o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
+    const bool is_send = o <= OP_SEND_ONLY_IMM || o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV;
+    const bool is_write = o >= OP_WRITE_FIRST && o <= OP_WRITE_ONLY_IMM;
+    const bool with_imm = o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY_IMM || o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY_IMM;
+    if (is_send) {
+        if (first) {
+            if (!take_recv(qp, e.recv)) {
+                if (rc) {
+                    if (!e.nak_sent) {
+                        e.nak_sent = true;
+                        send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
+                    }
+                    UVSIM_TRACE("qpn 0x%x: no receive WQE: RNR NAK psn %u", qp.qpn, p.h.psn);
+                }
+                return;
+            }
+        } else if (!e.recv.active) {
+            if (rc)
+                responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
+        e.nak_sent = false;
+        if (uint8_t syn = scatter(qp, e.recv.sges, e.recv.got, p.payload, p.h.payload_len)) {
+            if (rc) {
+                send_ack(qp, p, AETH_NAK_INV_REQ, p.h.psn);
+            }
+            recv_error(qp, e.recv, syn);
+            set_error(qp);
+            return;
+        }
+        e.recv.got += p.h.payload_len;
+        e.epsn = psn_add(p.h.psn, 1);
+        if (last) {
+            CqeInfo ci{};
+            ci.opcode = with_imm ? MLX5_CQE_RESP_SEND_IMM
+                        : (o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV) ? MLX5_CQE_RESP_SEND_INV
+                                                                            : MLX5_CQE_RESP_SEND;
+            ci.imm = p.h.imm;
+            ci.byte_cnt = static_cast<uint32_t>(e.recv.got);
+            ci.wqe_counter = e.recv.wqe_index;
+            ci.src_qpn = p.h.src_qpn;
+            ci.slid = p.h.slid;
+            ci.sl = p.h.sl;
+            ci.grh = p.h.flags & kFlagGrh;
+            ci.solicited = p.h.flags & kFlagSolicited;
+            ci.srq = e.recv.from_srq ? qp.srq : nullptr;
+            e.recv.active = false;
+            ++e.msn;
+            complete(qp, *qp.recv_cq, ci);
+            if (rc)
+                send_ack(qp, p, AETH_ACK, p.h.psn);
+        }
+        return;
+    }
+    if (is_write) {
+        if (first) {
+            uint64_t proc = 0;
+            if (uint8_t nak = p.h.dma_len ? resolve_remote(qp, p.h.rkey, p.h.va, p.h.dma_len, IBV_ACCESS_REMOTE_WRITE, proc)
+                                          : 0) {
+                UVSIM_TRACE("qpn 0x%x: RDMA write rkey 0x%x va 0x%llx len %u refused", qp.qpn, p.h.rkey,
+                            (unsigned long long)p.h.va, p.h.dma_len);
+                if (rc)
+                    responder_fatal(qp, p, nak, IBV_EVENT_QP_ACCESS_ERR);
+                return;
+            }
+            e.w_active = true;
+            e.w_proc = proc;
+            e.w_left = p.h.dma_len;
+            e.w_total = p.h.dma_len;
+        } else if (!e.w_active) {
+            if (rc)
+                responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
+        if (p.h.payload_len > e.w_left) {
+            if (rc)
+                responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
+        if (with_imm && !take_recv(qp, e.recv)) {
+            if (rc && !e.nak_sent) {
+                e.nak_sent = true;
+                send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
+            }
+            return;
+        }
+        e.nak_sent = false;
+        if (p.h.payload_len && !app_write(e.w_proc, p.payload, p.h.payload_len)) {
+            if (rc)
+                responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+            return;
+        }
+        e.w_proc += p.h.payload_len;
+        e.w_left -= p.h.payload_len;
+        e.epsn = psn_add(p.h.psn, 1);
+        if (last) {
+            e.w_active = false;
+            ++e.msn;
+            if (with_imm) {
+                CqeInfo ci{};
+                ci.opcode = MLX5_CQE_RESP_WR_IMM;
+                ci.imm = p.h.imm;
+                ci.byte_cnt = static_cast<uint32_t>(e.w_total);
+                ci.wqe_counter = e.recv.wqe_index;
+                ci.src_qpn = p.h.src_qpn;
+                ci.slid = p.h.slid;
+                ci.grh = p.h.flags & kFlagGrh;
+                ci.solicited = p.h.flags & kFlagSolicited;
+                ci.srq = e.recv.from_srq ? qp.srq : nullptr;
+                e.recv.active = false;
+                complete(qp, *qp.recv_cq, ci);
+            }
+            if (rc)
+                send_ack(qp, p, AETH_ACK, p.h.psn);
+        }
+        return;
+    }
+    if (!rc)
+        return;
+    if (o == OP_READ_REQUEST) {
+        uint64_t proc = 0;
+        if (uint8_t nak = p.h.dma_len ? resolve_remote(qp, p.h.rkey, p.h.va, p.h.dma_len, IBV_ACCESS_REMOTE_READ, proc)
+                                      : 0) {
+            responder_fatal(qp, p, nak, IBV_EVENT_QP_ACCESS_ERR);
+            return;
+        }
+        const uint32_t mtu = mtu_bytes(qp.path_mtu);
+        const uint32_t n = std::max<uint32_t>(1, (p.h.dma_len + mtu - 1) / mtu);
+        Packet r{};
+        r.h.src_qpn = qp.qpn;
+        r.h.dest_qpn = qp.dest_qpn;
+        fill_addr(qp, qp.av, r);
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint32_t len = std::min(mtu, p.h.dma_len - i * mtu);
+            r.h.opcode = TRANSPORT_RC | (n == 1 ? OP_READ_RESP_ONLY
+                                         : i == 0 ? OP_READ_RESP_FIRST
+                                         : i == n - 1 ? OP_READ_RESP_LAST
+                                                      : OP_READ_RESP_MIDDLE);
+            r.h.psn = psn_add(p.h.psn, i);
+            r.h.payload_len = static_cast<uint16_t>(p.h.dma_len ? len : 0);
+            if (r.h.payload_len && !app_read(r.payload, proc + uint64_t(i) * mtu, r.h.payload_len)) {
+                responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+                return;
+            }
+            r.h.msn = e.msn;
+            xmit(r);
+        }
+        if (d >= 0) {
+            e.epsn = psn_add(p.h.psn, n);
+            ++e.msn;
+        }
+        e.nak_sent = false;
+        return;
+    }
+    if (o == OP_CMP_SWAP || o == OP_FETCH_ADD) {
+        uint64_t proc = 0;
+        if ((p.h.va & 7) != 0) {
+            responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
+        if (uint8_t nak = resolve_remote(qp, p.h.rkey, p.h.va, 8, IBV_ACCESS_REMOTE_ATOMIC, proc)) {
+            responder_fatal(qp, p, nak, IBV_EVENT_QP_ACCESS_ERR);
+            return;
+        }
+        uint64_t orig;
+        if (!app_read(&orig, proc, 8)) {
+            responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+            return;
+        }
+        uint64_t nv = orig;
+        if (o == OP_CMP_SWAP) {
+            if (orig == p.h.compare)
+                nv = p.h.swap_add;
+        } else {
+            nv = orig + p.h.swap_add;
+        }
+        if (nv != orig && !app_write(proc, &nv, 8)) {
+            responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+            return;
+        }
+        e.last_atomic_psn = p.h.psn;
+        e.last_atomic_orig = orig;
+        e.epsn = psn_add(p.h.psn, 1);
+        ++e.msn;
+        e.nak_sent = false;
+        Packet a{};
+        a.h.opcode = TRANSPORT_RC | OP_ATOMIC_ACK;
+        a.h.src_qpn = qp.qpn;
+        a.h.dest_qpn = qp.dest_qpn;
+        a.h.psn = p.h.psn;
+        a.h.msn = e.msn;
+        a.h.orig = orig;
+        fill_addr(qp, qp.av, a);
+        xmit(a);
+        return;
+    }
+    responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+}
+
+void dispatch(const Packet& p) {
+    auto it = sim().qps.find(p.h.dest_qpn);
+    if (it == sim().qps.end())
+        return;   // no such QP: dropped (the requester times out)
+    Qp& qp = *it->second;
+    if (!qp.eng)
+        return;   // still in RESET
+    if (!addressed_to(qp, p)) {
+        UVSIM_TRACE("qpn 0x%x: packet for another port (dlid %u): dropped", qp.qpn, p.h.dlid);
+        return;
+    }
+    const uint8_t tr = p.h.opcode & 0xe0;
+    const uint8_t o = p.h.opcode & 0x1f;
+    const uint8_t want = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC : qp.qp_type == IBV_QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
+    if (tr != want)
+        return;
+    if (tr == TRANSPORT_UD) {
+        ud_receive(qp, p);
+        return;
+    }
+    if (tr == TRANSPORT_RC && (o == OP_ACK || o == OP_ATOMIC_ACK || (o >= OP_READ_RESP_FIRST && o <= OP_READ_RESP_ONLY))) {
+        if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
+            return;
+        if (p.h.src_qpn != qp.dest_qpn)
+            return;
+        if (o == OP_ACK)
+            handle_ack(qp, p);
+        else if (o == OP_ATOMIC_ACK)
+            handle_atomic_ack(qp, p);
+        else
+            handle_read_resp(qp, p);
+        return;
+    }
+    responder(qp, p);
+}
+
+void flush_all(Qp& qp) {
+    if (!qp.eng)
+        qp.eng = std::make_unique<QpEngine>();
+    QpEngine& e = *qp.eng;
+    while (!e.outstanding.empty()) {
+        req_complete(qp, e.outstanding.front(), MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+        e.outstanding.pop_front();
+    }
+    // posted but not yet taken send WQEs are flushed by poll_sq (ERR state)
+    poll_sq(qp);
+    if (e.recv.active && !e.recv.from_srq)
+        recv_error(qp, e.recv, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+    e.recv.active = false;
+    if (!qp.srq && qp.rq_wqe_cnt && qp.dbrec) {
+        const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+        while (e.rq_ci != posted) {
+            RecvState r{};
+            r.wqe_index = static_cast<uint16_t>(e.rq_ci & (qp.rq_wqe_cnt - 1));
+            ++e.rq_ci;
+            recv_error(qp, r, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+        }
+    }
+}
+
+bool poll_rq_error(Qp& qp) {
+    // receives posted to a QP in the error state complete with flush errors
+    if (qp.state != IBV_QPS_ERR || qp.srq || !qp.rq_wqe_cnt || !qp.dbrec)
+        return false;
+    QpEngine& e = *qp.eng;
+    const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+    bool any = false;
+    while (e.rq_ci != posted) {
+        RecvState r{};
+        r.wqe_index = static_cast<uint16_t>(e.rq_ci & (qp.rq_wqe_cnt - 1));
+        ++e.rq_ci;
+        recv_error(qp, r, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+        any = true;
+    }
+    return any;
+}
+
+void device_fatal() {
+    for (Device& d : sim().devices)
+        d.fatal = true;
+    for (auto& [qpn, qp] : sim().qps)
+        set_error(*qp);
+    for (auto& [fd, c] : sim().files)
+        c->async_event(0, IBV_EVENT_DEVICE_FATAL);
+    UVSIM_TRACE("fault: device fatal");
+}
+
+bool step() {
+    bool work = false;
+    std::vector<Qp*> qps;
+    qps.reserve(sim().qps.size());
+    for (auto& [n, qp] : sim().qps)
+        qps.push_back(qp);
+    for (Qp* qp : qps) {
+        if (!sim().qps.count(qp->qpn) || !qp->eng)
+            continue;   // gone, or never modified (RESET: the device ignores it)
+        work |= poll_sq(*qp);
+        work |= poll_rq_error(*qp);
+        work |= timers(*qp);
+    }
+    work |= flush_pending();
+    const uint64_t fatal = cfg().faults.fatal_after_ms;
+    if (fatal && g_first_ctx_ns && !sim().devices.empty() && !sim().devices[0].fatal &&
+        now_ns() - g_first_ctx_ns >= fatal * 1000000ull)
+        device_fatal();
+    return work;
+}
+
+void thread_main() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    Packet* p = new Packet;
+    unsigned idle = 0;
+    uint64_t sleep_ns = 5000, last_work = 0;
+    for (;;) {
+        bool work;
+        {
+            std::lock_guard<std::recursive_mutex> g(sim().mu);
+            work = step();
+        }
+        for (int i = 0; i < 256; ++i) {
+            if (!wire_recv(*p))
+                break;
+            std::lock_guard<std::recursive_mutex> g(sim().mu);
+            dispatch(*p);
+            work = true;
+        }
+        {
+            std::lock_guard<std::recursive_mutex> g(sim().mu);
+            work |= fire_events();
+        }
+        const uint64_t t = now_ns();
+        if (work) {
+            idle = 0;
+            last_work = t;
+            sleep_ns = 5000;
+            continue;
+        }
+        if (++idle < 50)
+            continue;   // a short busy spin: doorbells often follow completions
+        // Sleep on the wire socket. Within 50 ms of the last work the sleep
+        // stays at most 50 us (a ping-pong's doorbell is seen quickly); after
+        // that it doubles up to idle_poll_us.
+        pollfd pf{wire_fd(), POLLIN, 0};
+        timespec ts{0, static_cast<long>(sleep_ns)};
+        ppoll(&pf, 1, &ts, nullptr);
+        const uint64_t cap = t - last_work < 50000000ull ? 50000ull : uint64_t(cfg().idle_poll_us) * 1000;
+        sleep_ns = std::min<uint64_t>(sleep_ns * 2, cap);
+    }
+}
+
+}  // namespace
+
+void engine_start() {
+    if (g_started)
+        return;
+    g_started = true;
+    g_first_ctx_ns = now_ns();
+    std::thread(thread_main).detach();
+}
+
+void engine_qp_state_changed(Qp& qp, uint8_t old) {
+    if (!qp.eng)
+        qp.eng = std::make_unique<QpEngine>();
+    QpEngine& e = *qp.eng;
+    switch (qp.state) {
+    case IBV_QPS_RESET:
+        e = QpEngine{};
+        break;
+    case IBV_QPS_RTR:
+        if (old == IBV_QPS_INIT)
+            e.epsn = qp.rq_psn;
+        break;
+    case IBV_QPS_RTS:
+        if (old == IBV_QPS_RTR)
+            e.next_psn = qp.sq_psn;
+        break;
+    case IBV_QPS_ERR:
+        qp.state = old;   // set_error does the transition and the flush
+        set_error(qp);
+        break;
+    default:
+        break;
+    }
+}
+
+void engine_qp_destroy(Qp& qp) { qp.eng.reset(); }
+
+void engine_cq_destroy(Cq&) {}
+
+void engine_flush_qp(Qp& qp) { set_error(qp); }
+
+void engine_cq_created(Cq& cq) { __atomic_store_n(&cq.dbrec[1], kArmSentinel, __ATOMIC_RELEASE); }
+
+}  // namespace uvsim

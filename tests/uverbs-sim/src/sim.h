@@ -1,0 +1,369 @@
+// uverbs-sim: an emulated ConnectX (mlx5) device at the kernel ABI.
+//
+// The library is LD_PRELOADed into a process. It shows the process
+// ConnectX-class devices the way the kernel's mlx5_ib driver does (sysfs,
+// /dev/infiniband/uverbsN, the uverbs write and ioctl ABI, mmap of UAR
+// pages) and runs a device model behind them. See ../README.md for the
+// architecture; this header holds the types every part shares.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace uvsim {
+
+// ------------------------------------------------------------------ config
+
+struct PortCfg {
+    bool ethernet = false;     // link layer: InfiniBand or Ethernet (RoCE v2)
+    uint16_t lid = 0;          // IB only
+    uint8_t lmc = 0;
+    uint16_t sm_lid = 0;
+    uint8_t state = 4;         // IBV_PORT_ACTIVE
+    uint8_t max_mtu = 5;       // IBV_MTU_4096
+    uint8_t active_mtu = 5;
+    uint8_t width = 2;         // 4x
+    uint8_t speed = 32;        // EDR (IBV_SPEED... as in query_port)
+    uint64_t gid_prefix = 0xfe80000000000000ull;
+    uint64_t port_guid = 0;    // IB GID[0] interface id
+    uint8_t mac[6] = {};       // Ethernet
+    uint32_t ipv4 = 0;         // Ethernet: host order; 0 = none
+    std::string netdev;        // Ethernet: interface name shown in gid_attrs
+};
+
+struct DevCfg {
+    std::string name;          // mlx5_0
+    uint32_t vendor_id = 0x02c9;
+    uint32_t part_id = 4119;   // ConnectX-5 (4121 CX-5 Ex, 4123 CX-6, 4125 CX-6 Dx, 4129 CX-7)
+    uint32_t hw_ver = 0;
+    uint64_t node_guid = 0;
+    uint64_t sys_image_guid = 0;
+    std::string fw_ver = "16.35.2000";
+    std::string board_id = "MT_0000000008";
+    std::string pci_addr;      // 0000:08:00.0
+    std::vector<PortCfg> ports;
+    // capabilities
+    uint32_t max_qp = 1u << 18;
+    uint32_t max_qp_wr = 1u << 15;
+    uint32_t max_sge = 30;
+    uint32_t max_cq = 1u << 24;
+    uint32_t max_cqe = (1u << 22) - 1;
+    uint32_t max_mr = 1u << 24;
+    uint64_t max_mr_size = ~0ull;
+    uint32_t max_pd = 1u << 24;
+    uint32_t max_srq = 1u << 23;
+    uint32_t max_srq_wr = (1u << 15) - 1;
+    uint32_t max_srq_sge = 31;
+    uint32_t max_qp_rd_atom = 16;
+    uint32_t max_ah = 0x7fffffff;
+    uint32_t max_inline = 512;
+    bool atomics = true;
+};
+
+// Fault injection (config file "fault" lines or UVERBS_SIM_FAULTS).
+struct FaultCfg {
+    // The Nth completion (1-based, counted per process over every QP) is an
+    // error CQE with this syndrome; 0 = off.
+    uint64_t cqe_error_at = 0;
+    uint8_t cqe_error_syndrome = 0x04;   // MLX5_CQE_SYNDROME_LOCAL_PROT_ERR
+    // Device fatal after this many milliseconds from the first context; 0 = off.
+    uint64_t fatal_after_ms = 0;
+    // Drop every Nth packet the wire sends (RC retransmits recover); 0 = off.
+    uint64_t drop_every = 0;
+};
+
+struct Config {
+    std::vector<DevCfg> devices;
+    FaultCfg faults;
+    std::string run_dir;        // shared by the processes of one simulated host
+    std::string trace_file;     // "" = no trace, "-" = stderr
+    uint32_t idle_poll_us = 1000; // model thread's sleep when idle
+};
+
+// Parses the config text (see README). On error returns nullopt and sets err
+// to "line N: message".
+std::optional<Config> parse_config(std::string_view text, std::string& err);
+// Fills defaults (GUIDs, LIDs, MACs, names) for devices the text left open.
+void finish_config(Config& c);
+// The process's configuration (UVERBS_SIM_CONFIG file, else defaults).
+const Config& cfg();
+
+// ------------------------------------------------------------------ tracing
+
+extern bool g_trace_on;
+void trace_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+#define UVSIM_TRACE(...)                  \
+    do {                                  \
+        if (::uvsim::g_trace_on)          \
+            ::uvsim::trace_line(__VA_ARGS__); \
+    } while (0)
+
+// ----------------------------------------------------- application memory
+
+// Copies that survive unmapped application memory (process_vm_readv/
+// writev on ourselves): false when any byte is not accessible.
+bool app_read(void* dst, uint64_t src, size_t len);
+bool app_write(uint64_t dst, const void* src, size_t len);
+// True when [addr, addr+len) is mapped readable (and writable if asked).
+bool app_range_ok(uint64_t addr, size_t len, bool writable);
+
+// ------------------------------------------------------------------ libc
+
+// The real libc functions (resolved with dlsym(RTLD_NEXT)).
+struct Libc {
+    int (*open)(const char*, int, ...);
+    int (*openat)(int, const char*, int, ...);
+    int (*close)(int);
+    ssize_t (*read)(int, void*, size_t);
+    ssize_t (*write)(int, const void*, size_t);
+    int (*ioctl)(int, unsigned long, ...);
+    void* (*mmap)(void*, size_t, int, int, int, off_t);
+    int (*munmap)(void*, size_t);
+    int (*socket)(int, int, int);
+    int (*fcntl)(int, int, ...);
+};
+const Libc& libc();
+
+// ------------------------------------------------------------------ objects
+
+struct Context;
+struct Device;
+
+enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd };
+
+struct Object {
+    ObjType type;
+    uint32_t handle = 0;
+    uint64_t user_handle = 0;
+    Context* ctx = nullptr;
+    int usecnt = 0;              // other objects referring to this one
+    explicit Object(ObjType t) : type(t) {}
+    virtual ~Object() = default;
+};
+
+// An event file: the application reads it, the model writes to our end.
+struct EventFile {
+    int app_fd = -1;   // handed to the application
+    int our_fd = -1;   // the model writes events here (non-blocking)
+    ~EventFile();
+    void post(const void* ev, size_t len) const;
+};
+
+struct Pd : Object {
+    uint32_t pdn = 0;
+    Pd() : Object(ObjType::Pd) {}
+};
+
+struct Mr : Object {
+    Pd* pd = nullptr;
+    uint64_t addr = 0;       // process virtual address
+    uint64_t length = 0;
+    uint64_t iova = 0;       // the address remote peers and SGEs use
+    uint32_t access = 0;     // IBV_ACCESS_*
+    uint32_t lkey = 0, rkey = 0;
+    Mr() : Object(ObjType::Mr) {}
+};
+
+struct CompChannel : Object {
+    std::shared_ptr<EventFile> file;
+    CompChannel() : Object(ObjType::CompChannel) {}
+};
+
+struct Cq : Object {
+    uint32_t cqn = 0;
+    uint64_t buf = 0;         // provider's CQE ring
+    uint32_t* dbrec = nullptr;  // [0] consumer index, [1] arm
+    uint32_t ncqe = 0;        // entries (power of two)
+    uint32_t cqe_size = 64;
+    uint32_t pi = 0;          // producer index (model)
+    std::shared_ptr<EventFile> channel;
+    uint32_t comp_vector = 0;
+    // Arm state as seen in the arm doorbell record.
+    uint32_t last_arm = 0;
+    bool armed = false, armed_solicited = false;
+    uint32_t arm_ci = 0;
+    uint32_t comp_events = 0;   // delivered (reported in destroy response)
+    uint32_t async_events = 0;
+    bool overrun = false;
+    Cq() : Object(ObjType::Cq) {}
+};
+
+struct Srq : Object {
+    uint32_t srqn = 0;
+    Pd* pd = nullptr;
+    uint64_t buf = 0;
+    uint32_t* dbrec = nullptr;   // [0] = counter of posted WQEs
+    uint32_t wqe_cnt = 0, wqe_shift = 0, max_sge = 0;
+    uint32_t limit = 0;
+    bool limit_armed = false;
+    uint16_t consumed = 0;    // WQEs taken by the model
+    uint16_t head = 0;        // index of the next WQE in the linked list
+    uint32_t uidx = 0;
+    uint32_t events_reported = 0;
+    bool error = false;
+    Srq() : Object(ObjType::Srq) {}
+};
+
+// Address vector in model terms (from ibv_ah_attr / ib_uverbs_ah_attr or the
+// mlx5 AV of a UD WQE).
+struct Av {
+    uint16_t dlid = 0;
+    uint8_t sl = 0;
+    uint8_t src_path_bits = 0;
+    uint8_t static_rate = 0;
+    bool grh = false;
+    uint8_t dgid[16] = {};
+    uint32_t flow_label = 0;
+    uint8_t sgid_index = 0;
+    uint8_t hop_limit = 0;
+    uint8_t traffic_class = 0;
+    uint8_t port = 1;
+    uint8_t dmac[6] = {};
+};
+
+struct Ah : Object {
+    Pd* pd = nullptr;
+    Av av;
+    Ah() : Object(ObjType::Ah) {}
+};
+
+struct QpEngine;   // engine.cpp
+
+struct Qp : Object {
+    uint32_t qpn = 0;
+    uint8_t qp_type = 0;       // IBV_QPT_*
+    uint8_t state = 0;         // IBV_QPS_*
+    Pd* pd = nullptr;
+    Cq* send_cq = nullptr;
+    Cq* recv_cq = nullptr;
+    Srq* srq = nullptr;
+    bool sq_sig_all = false;
+    // provider memory
+    uint64_t buf = 0;
+    uint32_t* dbrec = nullptr;   // [0] RQ counter, [1] SQ counter
+    uint32_t sq_wqe_cnt = 0, rq_wqe_cnt = 0, rq_wqe_shift = 0;
+    uint64_t sq_buf = 0;         // = buf + rq size (unless given)
+    uint32_t uidx = 0;
+    uint32_t create_flags = 0;   // mlx5 create flags
+    // capabilities granted
+    uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+    // attributes (modify_qp)
+    uint8_t port = 1;
+    uint16_t pkey_index = 0;
+    uint32_t qkey = 0;
+    uint32_t access = 0;
+    uint8_t path_mtu = 1;
+    uint32_t dest_qpn = 0;
+    uint32_t rq_psn = 0, sq_psn = 0;
+    uint8_t max_rd_atomic = 0, max_dest_rd_atomic = 0;
+    uint8_t min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0;
+    bool sq_draining = false;
+    Av av, alt_av;
+    uint8_t alt_port = 0, alt_timeout = 0;
+    uint16_t alt_pkey_index = 0;
+    uint8_t path_mig_state = 0;
+    uint32_t events_reported = 0;
+    std::unique_ptr<QpEngine> eng;
+    Qp();
+    ~Qp() override;
+};
+
+// One ib_ucontext: an open /dev/infiniband/uverbsN file after GET_CONTEXT.
+struct Context {
+    int fd = -1;                 // the application's cmd fd
+    Device* dev = nullptr;
+    bool have_ucontext = false;
+    std::shared_ptr<EventFile> async;
+    uint32_t next_handle = 1;
+    std::map<uint32_t, std::unique_ptr<Object>> objects;
+    uint32_t tot_bfregs = 0, num_uars = 0;
+    uint8_t cqe_version = 0;
+    std::vector<std::pair<uint64_t, size_t>> mappings;   // mmaps of this file
+
+    template <class T>
+    T* get(uint32_t h, ObjType t) {
+        auto it = objects.find(h);
+        if (it == objects.end() || it->second->type != t)
+            return nullptr;
+        return static_cast<T*>(it->second.get());
+    }
+    uint32_t add(std::unique_ptr<Object> o);
+    void async_event(uint64_t element, uint32_t event_type);
+};
+
+// The simulated device (one per configured device, shared by the contexts
+// of this process; what is host-wide, like QP numbers, lives in the run
+// directory).
+struct Device {
+    int index = 0;
+    const DevCfg* cfg = nullptr;
+    bool fatal = false;
+    std::vector<uint8_t> port_state;   // current state per port (1-based index - 1)
+};
+
+// Global state of the emulator in this process. One mutex protects every
+// object and the model; the model thread takes it for each step.
+struct Sim {
+    std::recursive_mutex mu;
+    std::vector<Device> devices;
+    std::map<int, std::unique_ptr<Context>> files;   // cmd fd -> context
+    std::map<uint32_t, Qp*> qps;                     // qpn -> QP (this process)
+    std::map<uint32_t, Mr*> mrs_by_lkey;             // lkey (== rkey) -> MR
+    std::vector<Cq*> cqs;
+    std::vector<Srq*> srqs;
+    std::map<int, std::shared_ptr<EventFile>> channels;   // comp channel fd -> file
+    uint32_t slot = 0;        // host-wide process slot (QPN/CQN high bits)
+    uint32_t next_qp = 1, next_cq = 1, next_srq = 1, next_pd = 1, next_key = 1;
+};
+Sim& sim();
+
+// ------------------------------------------------------------ fd registry
+
+// Marks fds the emulator owns so interposed calls route them cheaply.
+enum class FdKind : uint8_t { None, Uverbs, Event };
+void fd_mark(int fd, FdKind k);
+FdKind fd_kind(int fd);
+
+// ------------------------------------------------------------ kernel layer
+
+// The command decoders (cmd_write.cpp, cmd_ioctl.cpp). Both return 0 or a
+// negative errno; write returns the byte count on success.
+ssize_t uverbs_write(Context& c, const void* buf, size_t len);
+int uverbs_ioctl(Context& c, unsigned long request, void* arg);
+void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t off, int& err);
+// close() of an fd the emulator marked (uverbs file or comp channel)
+void uverbs_close(int fd);
+
+// Sysfs/dev view (sysfs.cpp): the tree root and path mapping.
+const std::string& tree_root();
+// If path names something the emulator provides, the real path in the
+// tree; else empty.
+std::string map_path(const char* path);
+// The uverbs device index for "/dev/infiniband/uverbsN" (or -1).
+int uverbs_index_for_path(const char* path);
+
+// Host-wide slot (wire.cpp): binds the process's wire socket.
+bool wire_attach();
+
+// The model (engine.cpp).
+void engine_start();
+void engine_qp_state_changed(Qp& qp, uint8_t old_state);
+void engine_qp_destroy(Qp& qp);
+void engine_cq_destroy(Cq& cq);
+// A new CQ: the model marks its arm record so any arm request is seen.
+void engine_cq_created(Cq& cq);
+// Writes a flush/error CQE etc.: used by the verbs layer when a QP goes to
+// the error state through modify_qp.
+void engine_flush_qp(Qp& qp);
+
+}  // namespace uvsim

@@ -1,0 +1,1078 @@
+// The emulated kernel (ib_uverbs core + mlx5_ib): object life cycles,
+// argument checks, the QP state machine. No data moves here; the model
+// (engine.cpp) does that.
+#include "verbs.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace uvsim {
+
+// ------------------------------------------------------------------ basics
+
+EventFile::~EventFile() {
+    if (our_fd >= 0)
+        libc().close(our_fd);
+}
+
+void EventFile::post(const void* ev, size_t len) const {
+    if (our_fd >= 0)
+        (void)send(our_fd, ev, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+uint32_t Context::add(std::unique_ptr<Object> o) {
+    // handles are small integers, reused lowest-first like the kernel's xarray
+    uint32_t h = 0;
+    for (const auto& [k, v] : objects) {
+        if (k != h)
+            break;
+        ++h;
+    }
+    o->handle = h;
+    o->ctx = this;
+    objects[h] = std::move(o);
+    return h;
+}
+
+void Context::async_event(uint64_t element, uint32_t event_type) {
+    if (!async)
+        return;
+    ib_uverbs_async_event_desc d{};
+    d.element = element;
+    d.event_type = event_type;
+    async->post(&d, sizeof d);
+    UVSIM_TRACE("async event %u element 0x%llx", event_type, (unsigned long long)element);
+}
+
+Sim& sim() {
+    static Sim* s = [] {
+        auto* x = new Sim;   // never destroyed: the model thread may outlive static destructors
+        const Config& c = cfg();
+        x->devices.resize(c.devices.size());
+        for (size_t i = 0; i < c.devices.size(); ++i) {
+            x->devices[i].index = static_cast<int>(i);
+            x->devices[i].cfg = &c.devices[i];
+            for (const PortCfg& p : c.devices[i].ports)
+                x->devices[i].port_state.push_back(p.state);
+        }
+        return x;
+    }();
+    return *s;
+}
+
+namespace {
+
+// Event files: a datagram socket pair; the application gets one end.
+std::shared_ptr<EventFile> new_event_file(int& app_fd) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return nullptr;
+    (void)libc().fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    auto f = std::make_shared<EventFile>();
+    f->app_fd = sv[0];
+    f->our_fd = sv[1];
+    app_fd = sv[0];
+    return f;
+}
+
+// Events the application never read are dropped when their object is
+// destroyed, and only read ones count as reported (libibverbs waits for
+// that many acknowledgements). Returns how many were dropped; events of
+// other objects go back in the queue in their order.
+template <class Ev, class Match>
+uint32_t drop_unread(EventFile& f, Match match) {
+    std::vector<Ev> keep;
+    uint32_t dropped = 0;
+    Ev ev;
+    while (recv(f.app_fd, &ev, sizeof ev, MSG_DONTWAIT) == static_cast<ssize_t>(sizeof ev)) {
+        if (match(ev))
+            ++dropped;
+        else
+            keep.push_back(ev);
+    }
+    for (const Ev& k : keep)
+        f.post(&k, sizeof k);
+    return dropped;
+}
+
+uint32_t drop_unread_async(Context& c, uint64_t element) {
+    if (!c.async)
+        return 0;
+    return drop_unread<ib_uverbs_async_event_desc>(
+        *c.async, [&](const ib_uverbs_async_event_desc& e) { return e.element == element; });
+}
+
+uint32_t roundup_pow2(uint32_t v) {
+    uint32_t r = 1;
+    while (r < v && r < (1u << 31))
+        r <<= 1;
+    return r;
+}
+
+bool is_pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+const PortCfg* port_cfg(const Device& d, uint32_t port) {
+    if (port < 1 || port > d.cfg->ports.size())
+        return nullptr;
+    return &d.cfg->ports[port - 1];
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ device
+
+void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r) {
+    const DevCfg& c = *d.cfg;
+    memset(&r, 0, sizeof r);
+    unsigned a = 0, b = 0, e = 0;
+    sscanf(c.fw_ver.c_str(), "%u.%u.%u", &a, &b, &e);
+    r.fw_ver = (uint64_t(a) << 32) | (uint64_t(b) << 16) | e;
+    r.node_guid = htobe64(c.node_guid);
+    r.sys_image_guid = htobe64(c.sys_image_guid);
+    r.max_mr_size = c.max_mr_size;
+    r.page_size_cap = ~uint64_t(0xfff);
+    r.vendor_id = c.vendor_id;
+    r.vendor_part_id = c.part_id;
+    r.hw_ver = c.hw_ver;
+    r.max_qp = c.max_qp;
+    r.max_qp_wr = c.max_qp_wr;
+    r.device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_CHANGE_PHY_PORT |
+                         IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
+                         IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_XRC |
+                         IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+    r.max_sge = c.max_sge;
+    r.max_sge_rd = c.max_sge;
+    r.max_cq = c.max_cq;
+    r.max_cqe = c.max_cqe;
+    r.max_mr = c.max_mr;
+    r.max_pd = c.max_pd;
+    r.max_qp_rd_atom = c.max_qp_rd_atom;
+    r.max_res_rd_atom = c.max_qp_rd_atom * c.max_qp;
+    r.max_qp_init_rd_atom = c.max_qp_rd_atom;
+    r.atomic_cap = c.atomics ? IBV_ATOMIC_HCA : IBV_ATOMIC_NONE;
+    r.max_mw = c.max_mr;
+    r.max_mcast_grp = 1 << 21;
+    r.max_mcast_qp_attach = 240;
+    r.max_total_mcast_qp_attach = 240u << 21;
+    r.max_ah = c.max_ah;
+    r.max_srq = c.max_srq;
+    r.max_srq_wr = c.max_srq_wr;
+    r.max_srq_sge = c.max_srq_sge;
+    r.max_pkeys = c.ports.empty() || c.ports[0].ethernet ? 1 : 128;
+    r.local_ca_ack_delay = 16;
+    r.phys_port_cnt = static_cast<uint8_t>(c.ports.size());
+}
+
+void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r) {
+    memset(&r, 0, sizeof r);
+    fill_query_device(d, r.base);
+    r.response_length = sizeof r;
+    r.timestamp_mask = (1ull << 63) - 1;
+    r.hca_core_clock = 156250;   // kHz
+    r.device_cap_flags_ex = r.base.device_cap_flags;
+    r.rss_caps.supported_qpts = 0;
+    r.max_wq_type_rq = 0;
+    r.cq_moderation_caps.max_cq_moderation_count = 0xffff;
+    r.cq_moderation_caps.max_cq_moderation_period = 0xfff;
+}
+
+void fill_mlx5_query_device(const Device&, mlx5_ib_query_device_resp& r) {
+    memset(&r, 0, sizeof r);
+    r.response_length = sizeof r;
+    // No TSO, RSS, CQE compression, packet pacing, striding RQ, tunnel
+    // offloads, DCI streams: the model implements none of them.
+}
+
+int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r) {
+    const PortCfg* p = port_cfg(d, port);
+    if (!p)
+        return -EINVAL;
+    memset(&r, 0, sizeof r);
+    r.port_cap_flags = p->ethernet ? 0x04010000u : 0x2651e84au;
+    r.max_msg_sz = 1u << 30;
+    r.gid_tbl_len = p->ethernet ? 256 : 128;
+    r.pkey_tbl_len = p->ethernet ? 1 : 128;
+    r.lid = p->lid;
+    r.sm_lid = p->sm_lid;
+    r.state = d.port_state[port - 1];
+    r.max_mtu = p->max_mtu;
+    r.active_mtu = p->active_mtu;
+    r.lmc = p->lmc;
+    r.max_vl_num = p->ethernet ? 0 : 4;   // 8 VLs
+    r.sm_sl = 0;
+    r.subnet_timeout = p->ethernet ? 0 : 18;
+    r.active_width = p->width;
+    r.active_speed = p->speed;
+    r.phys_state = r.state >= 2 ? 5 : 3;
+    r.link_layer = p->ethernet ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+    r.flags = p->ethernet ? 0 : 0;
+    return 0;
+}
+
+// ----------------------------------------------------------------- context
+
+int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontext_resp& resp) {
+    if (c.have_ucontext)
+        return -EINVAL;   // the kernel allows one ucontext per open file
+    mlx5_ib_alloc_ucontext_req_v2 req{};
+    if (in_len < 8)   // the v1 request: two u32s
+        return -EINVAL;
+    memcpy(&req, in, std::min(in_len, sizeof req));
+    if (in_len > sizeof req) {
+        // the kernel refuses unknown non-zero trailing bytes
+        const auto* b = static_cast<const uint8_t*>(in);
+        for (size_t i = sizeof req; i < in_len; ++i)
+            if (b[i])
+                return -EOPNOTSUPP;
+    }
+    if (req.flags & ~uint32_t(MLX5_IB_ALLOC_UCTX_DEVX))
+        return -EINVAL;
+    if (req.flags & MLX5_IB_ALLOC_UCTX_DEVX)
+        return -EOPNOTSUPP;   // DEVX (PRM commands) is not emulated
+    if (req.comp_mask || req.reserved0 || req.reserved1 || req.reserved2)
+        return -EOPNOTSUPP;
+    // Static UARs: each 4 KiB UAR page carries two usable bfregs.
+    constexpr uint32_t kBfregsPerPage = 2;
+    constexpr uint32_t kMaxBfregs = 512 * kBfregsPerPage;
+    uint32_t total = req.total_num_bfregs ? req.total_num_bfregs : kBfregsPerPage;
+    total = (total + kBfregsPerPage - 1) / kBfregsPerPage * kBfregsPerPage;
+    if (total > kMaxBfregs)
+        return -ENOMEM;
+    if (req.num_low_latency_bfregs > total - 1)
+        return -EINVAL;
+    if (!wire_attach())
+        return -EIO;
+    const DevCfg& d = *c.dev->cfg;
+    memset(&resp, 0, sizeof resp);
+    resp.qp_tab_size = 1u << 18;
+    resp.bf_reg_size = 512;
+    resp.tot_bfregs = total;
+    resp.cache_line_size = 64;
+    resp.max_sq_desc_sz = 512;
+    resp.max_rq_desc_sz = 512;
+    resp.max_send_wqebb = d.max_qp_wr;
+    resp.max_recv_wr = d.max_qp_wr;
+    resp.max_srq_recv_wr = d.max_srq_wr + 1;
+    resp.num_ports = static_cast<uint16_t>(d.ports.size());
+    resp.comp_mask = MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET;
+    resp.response_length = sizeof resp;
+    resp.cqe_version = std::min<uint8_t>(req.max_cqe_version, 1);
+    resp.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE | MLX5_USER_CMDS_SUPP_UHW_CREATE_AH;
+    resp.eth_min_inline = 0;
+    resp.clock_info_versions = 0;
+    resp.hca_core_clock_offset = 0;
+    resp.log_uar_size = 12;
+    resp.num_uars_per_page = 1;
+    resp.num_dyn_bfregs = 0;
+    c.have_ucontext = true;
+    c.tot_bfregs = total;
+    c.num_uars = total / kBfregsPerPage;
+    c.cqe_version = resp.cqe_version;
+    UVSIM_TRACE("get_context: bfregs %u (low latency %u) lib_caps 0x%llx cqe_version %u", total,
+                req.num_low_latency_bfregs, (unsigned long long)req.lib_caps, c.cqe_version);
+    engine_start();
+    return 0;
+}
+
+int make_async_fd(Context& c) {
+    if (c.async)
+        return -EINVAL;
+    int fd;
+    auto f = new_event_file(fd);
+    if (!f)
+        return -errno;
+    c.async = f;
+    return fd;
+}
+
+void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t off, int& err) {
+    const long page = sysconf(_SC_PAGESIZE);
+    if (!c.have_ucontext || (off % page) != 0 || len == 0 || (flags & MAP_SHARED) == 0) {
+        err = EINVAL;
+        return MAP_FAILED;
+    }
+    const uint64_t pgoff = static_cast<uint64_t>(off) / page;
+    const uint32_t cmd = static_cast<uint32_t>(pgoff >> 8) & 0xff;
+    const uint32_t index = static_cast<uint32_t>(pgoff & 0xff) | static_cast<uint32_t>((pgoff >> 16) << 8);
+    switch (cmd) {
+    case 0:   // MLX5_IB_MMAP_REGULAR_PAGE
+    case 2:   // MLX5_IB_MMAP_WC_PAGE
+    case 3:   // MLX5_IB_MMAP_NC_PAGE
+        if (len != static_cast<size_t>(page) || index >= c.num_uars) {
+            err = EINVAL;
+            return MAP_FAILED;
+        }
+        break;
+    case 5:   // MLX5_IB_MMAP_CORE_CLOCK: read-only
+        if (len != static_cast<size_t>(page) || (prot & PROT_WRITE)) {
+            err = EPERM;
+            return MAP_FAILED;
+        }
+        break;
+    default:
+        err = EINVAL;
+        return MAP_FAILED;
+    }
+    // A UAR page: ordinary shared memory. Doorbells and BlueFlame copies
+    // land here and are ignored: the model reads the doorbell records.
+    void* p = libc().mmap(addr, len, prot | PROT_READ, (flags & ~MAP_TYPE) | MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        err = errno;
+        return p;
+    }
+    c.mappings.emplace_back(reinterpret_cast<uint64_t>(p), len);
+    UVSIM_TRACE("mmap cmd %u index %u -> %p", cmd, index, p);
+    return p;
+}
+
+// ----------------------------------------------------------------- PD / MR
+
+int alloc_pd(Context& c, uint32_t& handle, uint32_t& pdn) {
+    auto pd = std::make_unique<Pd>();
+    pd->pdn = sim().next_pd++ & 0xffffff;
+    pdn = pd->pdn;
+    handle = c.add(std::move(pd));
+    return 0;
+}
+
+int dealloc_pd(Context& c, uint32_t handle) {
+    Pd* pd = c.get<Pd>(handle, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    if (pd->usecnt)
+        return -EBUSY;
+    c.objects.erase(handle);
+    return 0;
+}
+
+int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t iova, uint32_t access,
+           uint32_t& handle, uint32_t& lkey, uint32_t& rkey) {
+    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    const uint32_t known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                           IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+                           IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING;
+    if (access & ~known)
+        return -EINVAL;
+    // remote write/atomic need local write (IB spec, enforced by the core)
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
+        return -EINVAL;
+    if (access & IBV_ACCESS_ON_DEMAND)
+        return -EINVAL;   // no ODP in the model
+    if (length == 0 || start + length < start)
+        return -EINVAL;
+    if (length > c.dev->cfg->max_mr_size)
+        return -EINVAL;
+    // The kernel pins the pages: unmapped memory fails with EFAULT.
+    if (!app_range_ok(start, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0))
+        return -EFAULT;
+    auto mr = std::make_unique<Mr>();
+    mr->pd = pd;
+    mr->addr = start;
+    mr->length = length;
+    mr->iova = iova;
+    mr->access = access;
+    // mkey: index in the upper 24 bits, variant byte below; the process slot
+    // makes keys unique host-wide.
+    uint32_t idx = (sim().slot << 16) | (sim().next_key++ & 0xffff);
+    mr->lkey = mr->rkey = (idx << 8) | 0x35;
+    lkey = mr->lkey;
+    rkey = mr->rkey;
+    sim().mrs_by_lkey[mr->lkey] = mr.get();
+    ++pd->usecnt;
+    handle = c.add(std::move(mr));
+    UVSIM_TRACE("reg_mr 0x%llx+%llu iova 0x%llx access 0x%x -> key 0x%x", (unsigned long long)start,
+                (unsigned long long)length, (unsigned long long)iova, access, lkey);
+    return 0;
+}
+
+int dereg_mr(Context& c, uint32_t handle) {
+    Mr* mr = c.get<Mr>(handle, ObjType::Mr);
+    if (!mr)
+        return -EINVAL;
+    sim().mrs_by_lkey.erase(mr->lkey);
+    --mr->pd->usecnt;
+    c.objects.erase(handle);
+    return 0;
+}
+
+int create_comp_channel(Context&) {
+    int fd;
+    auto f = new_event_file(fd);
+    if (!f)
+        return -errno;
+    // alive while the application holds the fd (close() drops it) or a CQ uses it
+    sim().channels[fd] = f;
+    fd_mark(fd, FdKind::Event);
+    return fd;
+}
+
+// ---------------------------------------------------------------------- AH
+
+static int check_av(const Device& d, const ib_uverbs_ah_attr& a) {
+    const PortCfg* p = port_cfg(d, a.port_num);
+    if (!p)
+        return -EINVAL;
+    if (p->ethernet && !a.is_global)
+        return -EINVAL;
+    if (a.is_global) {
+        const auto gids = port_gids(*p);
+        if (a.grh.sgid_index >= gids.size())
+            return -EINVAL;
+    }
+    if (a.sl > 15)
+        return -EINVAL;
+    return 0;
+}
+
+static void av_from(const ib_uverbs_ah_attr& a, Av& av) {
+    av = Av{};
+    av.dlid = a.dlid;
+    av.sl = a.sl;
+    av.src_path_bits = a.src_path_bits;
+    av.static_rate = a.static_rate;
+    av.grh = a.is_global;
+    memcpy(av.dgid, a.grh.dgid, 16);
+    av.flow_label = a.grh.flow_label;
+    av.sgid_index = a.grh.sgid_index;
+    av.hop_limit = a.grh.hop_limit;
+    av.traffic_class = a.grh.traffic_class;
+    av.port = a.port_num;
+}
+
+// RoCE: the "neighbour" MAC of a GID (IPv4-mapped or link-local EUI-64),
+// resolved without a network: the emulated peers derive MACs from GIDs.
+static void gid_to_mac(const uint8_t g[16], uint8_t mac[6]) {
+    if (g[0] == 0xfe && g[1] == 0x80 && g[11] == 0xff && g[12] == 0xfe) {
+        mac[0] = g[8] ^ 2;
+        mac[1] = g[9];
+        mac[2] = g[10];
+        mac[3] = g[13];
+        mac[4] = g[14];
+        mac[5] = g[15];
+        return;
+    }
+    // look the GID up among the configured ports; else a locally
+    // administered MAC from its low bytes
+    for (const DevCfg& d : cfg().devices)
+        for (const PortCfg& p : d.ports)
+            if (p.ethernet)
+                for (const GidEntry& e : port_gids(p))
+                    if (!memcmp(e.gid, g, 16)) {
+                        memcpy(mac, p.mac, 6);
+                        return;
+                    }
+    mac[0] = 0x02;
+    memcpy(mac + 1, g + 11, 5);
+}
+
+int create_ah(Context& c, uint32_t pdh, uint64_t user_handle, const ib_uverbs_ah_attr& attr, uint32_t& handle,
+              mlx5_ib_create_ah_resp* drv) {
+    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    if (int e = check_av(*c.dev, attr))
+        return e;
+    auto ah = std::make_unique<Ah>();
+    ah->pd = pd;
+    ah->user_handle = user_handle;
+    av_from(attr, ah->av);
+    const PortCfg* p = port_cfg(*c.dev, attr.port_num);
+    if (p->ethernet)
+        gid_to_mac(attr.grh.dgid, ah->av.dmac);
+    if (drv) {
+        memset(drv, 0, sizeof *drv);
+        drv->response_length = sizeof *drv;
+        memcpy(drv->dmac, ah->av.dmac, 6);
+    }
+    ++pd->usecnt;
+    handle = c.add(std::move(ah));
+    return 0;
+}
+
+int destroy_ah(Context& c, uint32_t handle) {
+    Ah* ah = c.get<Ah>(handle, ObjType::Ah);
+    if (!ah)
+        return -EINVAL;
+    --ah->pd->usecnt;
+    c.objects.erase(handle);
+    return 0;
+}
+
+// ---------------------------------------------------------------------- CQ
+
+int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, uint32_t& cqn) {
+    const DevCfg& d = *c.dev->cfg;
+    if (a.cqe < 1 || a.cqe > d.max_cqe)
+        return -EINVAL;
+    if (a.drv_len < offsetof(mlx5_ib_create_cq, cqe_comp_en))
+        return -EINVAL;
+    if (a.comp_vector >= 1)
+        return -EINVAL;   // one completion vector
+    if (a.drv.cqe_size != 64 && a.drv.cqe_size != 128)
+        return -EINVAL;
+    if (a.drv.cqe_comp_en)
+        return -EOPNOTSUPP;   // no CQE compression in the model
+    if (a.drv.flags & ~uint16_t(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
+        return -EOPNOTSUPP;
+    const uint32_t n = roundup_pow2(a.cqe + 1);
+    if (n - 1 > d.max_cqe + 1)
+        return -EINVAL;
+    if (!app_range_ok(a.drv.buf_addr, uint64_t(n) * a.drv.cqe_size, true) || !app_range_ok(a.drv.db_addr, 8, true))
+        return -EFAULT;
+    if (a.drv.db_addr & 7)
+        return -EINVAL;
+    std::shared_ptr<EventFile> ch;
+    if (a.comp_channel >= 0) {
+        auto it = sim().channels.find(a.comp_channel);
+        if (it == sim().channels.end())
+            return -EINVAL;
+        ch = it->second;
+    }
+    auto cq = std::make_unique<Cq>();
+    cq->cqn = (sim().slot << 16) | (sim().next_cq++ & 0xffff);
+    cq->buf = a.drv.buf_addr;
+    cq->dbrec = reinterpret_cast<uint32_t*>(a.drv.db_addr);
+    cq->ncqe = n;
+    cq->cqe_size = a.drv.cqe_size;
+    cq->channel = ch;
+    cq->comp_vector = a.comp_vector;
+    cq->user_handle = a.user_handle;
+    engine_cq_created(*cq);
+    cqn = cq->cqn;
+    cqe_out = n - 1;
+    Cq* raw = cq.get();
+    handle = c.add(std::move(cq));
+    sim().cqs.push_back(raw);
+    UVSIM_TRACE("create_cq cqn 0x%x entries %u cqe_size %u buf 0x%llx db 0x%llx", cqn, n, raw->cqe_size,
+                (unsigned long long)raw->buf, (unsigned long long)a.drv.db_addr);
+    return 0;
+}
+
+int destroy_cq(Context& c, uint32_t handle, ib_uverbs_destroy_cq_resp& r) {
+    Cq* cq = c.get<Cq>(handle, ObjType::Cq);
+    if (!cq)
+        return -EINVAL;
+    if (cq->usecnt)
+        return -EBUSY;
+    engine_cq_destroy(*cq);
+    uint32_t unread = 0;
+    if (cq->channel)
+        unread = drop_unread<ib_uverbs_comp_event_desc>(
+            *cq->channel, [&](const ib_uverbs_comp_event_desc& e) { return e.cq_handle == cq->user_handle; });
+    r.comp_events_reported = cq->comp_events - unread;
+    r.async_events_reported = cq->async_events - drop_unread_async(c, cq->user_handle);
+    auto& v = sim().cqs;
+    v.erase(std::remove(v.begin(), v.end(), cq), v.end());
+    c.objects.erase(handle);
+    return 0;
+}
+
+// --------------------------------------------------------------------- SRQ
+
+int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge,
+               uint32_t& srqn) {
+    const DevCfg& d = *c.dev->cfg;
+    Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    if (a.srq_type != 0)
+        return -EOPNOTSUPP;   // XRC / tag matching SRQs are not emulated
+    if (a.max_wr == 0 || a.max_wr > d.max_srq_wr || a.max_sge > d.max_srq_sge)
+        return -EINVAL;
+    if (a.drv_len < offsetof(mlx5_ib_create_srq, flags))
+        return -EINVAL;
+    // mlx5: WQE = 16-byte next segment + max_sge data segments, rounded to a
+    // power of two; the provider sized the buffer for max_wr+1 such WQEs.
+    uint32_t desc = 16 + 16 * std::max<uint32_t>(a.max_sge, 1);
+    desc = roundup_pow2(desc);
+    const uint32_t cnt = roundup_pow2(a.max_wr + 1);
+    if (!app_range_ok(a.drv.buf_addr, uint64_t(cnt) * desc, false) || !app_range_ok(a.drv.db_addr, 4, true))
+        return -EFAULT;
+    auto s = std::make_unique<Srq>();
+    s->srqn = (sim().slot << 16) | (sim().next_srq++ & 0xffff);
+    s->pd = pd;
+    s->buf = a.drv.buf_addr;
+    s->dbrec = reinterpret_cast<uint32_t*>(a.drv.db_addr);
+    s->wqe_cnt = cnt;
+    s->wqe_shift = static_cast<uint32_t>(__builtin_ctz(desc));
+    s->max_sge = (desc - 16) / 16;
+    s->limit = a.limit;
+    s->limit_armed = a.limit != 0;
+    s->uidx = a.drv.uidx;
+    s->user_handle = a.user_handle;
+    max_wr = cnt - 1;
+    max_sge = s->max_sge;
+    srqn = s->srqn;
+    ++pd->usecnt;
+    Srq* raw = s.get();
+    handle = c.add(std::move(s));
+    sim().srqs.push_back(raw);
+    UVSIM_TRACE("create_srq srqn 0x%x wqes %u stride %u", srqn, cnt, desc);
+    return 0;
+}
+
+int modify_srq(Context& c, uint32_t handle, uint32_t mask, uint32_t max_wr, uint32_t limit) {
+    Srq* s = c.get<Srq>(handle, ObjType::Srq);
+    if (!s)
+        return -EINVAL;
+    if (mask & ~uint32_t(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+        return -EINVAL;
+    if (mask & IBV_SRQ_MAX_WR)
+        return -EINVAL;   // mlx5 cannot resize an SRQ
+    if (mask & IBV_SRQ_LIMIT) {
+        if (limit >= s->wqe_cnt)
+            return -EINVAL;
+        s->limit = limit;
+        s->limit_armed = limit != 0;
+    }
+    (void)max_wr;
+    return 0;
+}
+
+int query_srq(Context& c, uint32_t handle, ib_uverbs_query_srq_resp& r) {
+    Srq* s = c.get<Srq>(handle, ObjType::Srq);
+    if (!s)
+        return -EINVAL;
+    memset(&r, 0, sizeof r);
+    r.max_wr = s->wqe_cnt - 1;
+    r.max_sge = s->max_sge;
+    r.srq_limit = s->limit;
+    return 0;
+}
+
+int destroy_srq(Context& c, uint32_t handle, uint32_t& events) {
+    Srq* s = c.get<Srq>(handle, ObjType::Srq);
+    if (!s)
+        return -EINVAL;
+    if (s->usecnt)
+        return -EBUSY;
+    events = s->events_reported - drop_unread_async(c, s->user_handle);
+    --s->pd->usecnt;
+    auto& v = sim().srqs;
+    v.erase(std::remove(v.begin(), v.end(), s), v.end());
+    c.objects.erase(handle);
+    return 0;
+}
+
+// ---------------------------------------------------------------------- QP
+
+int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv) {
+    const DevCfg& d = *c.dev->cfg;
+    Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
+    Cq* scq = c.get<Cq>(a.send_cq, ObjType::Cq);
+    Cq* rcq = c.get<Cq>(a.recv_cq, ObjType::Cq);
+    if (!pd || !scq || !rcq)
+        return -EINVAL;
+    Srq* srq = nullptr;
+    if (a.has_srq) {
+        srq = c.get<Srq>(a.srq, ObjType::Srq);
+        if (!srq)
+            return -EINVAL;
+    }
+    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD)
+        return -EOPNOTSUPP;   // XRC, raw packet, DC are not emulated
+    if (a.create_flags)
+        return -EOPNOTSUPP;
+    if (a.max_send_wr > d.max_qp_wr || a.max_recv_wr > d.max_qp_wr || a.max_send_sge > d.max_sge ||
+        a.max_recv_sge > d.max_sge || a.max_inline > d.max_inline)
+        return -EINVAL;
+    if (a.drv_len < offsetof(mlx5_ib_create_qp, uidx))
+        return -EINVAL;
+    const mlx5_ib_create_qp& u = a.drv;
+    const uint32_t known_flags = MLX5_QP_FLAG_SIGNATURE | MLX5_QP_FLAG_SCATTER_CQE | MLX5_QP_FLAG_BFREG_INDEX |
+                                 MLX5_QP_FLAG_ALLOW_SCATTER_CQE | MLX5_QP_FLAG_UAR_PAGE_INDEX;
+    if (u.flags & ~known_flags)
+        return -EOPNOTSUPP;
+    if (u.sq_wqe_count && !is_pow2(u.sq_wqe_count))
+        return -EINVAL;
+    if (u.rq_wqe_count && !is_pow2(u.rq_wqe_count))
+        return -EINVAL;
+    if (u.sq_wqe_count > d.max_qp_wr || u.rq_wqe_count > d.max_qp_wr)
+        return -EINVAL;
+    if (u.rq_wqe_count && (u.rq_wqe_shift < 4 || u.rq_wqe_shift > 12))
+        return -EINVAL;
+    if (srq && u.rq_wqe_count)
+        return -EINVAL;
+    const uint64_t rq_size = uint64_t(u.rq_wqe_count) << u.rq_wqe_shift;
+    const uint64_t sq_size = uint64_t(u.sq_wqe_count) * 64;
+    if (rq_size + sq_size == 0)
+        return -EINVAL;
+    if (!app_range_ok(u.buf_addr, rq_size + sq_size, false) || !app_range_ok(u.db_addr, 8, true))
+        return -EFAULT;
+    if (u.db_addr & 3)
+        return -EINVAL;
+    if ((u.flags & MLX5_QP_FLAG_BFREG_INDEX) && u.bfreg_index >= c.tot_bfregs)
+        return -EINVAL;
+    auto qp = std::make_unique<Qp>();
+    qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
+    while (sim().qps.count(qp->qpn) || (qp->qpn & 0xffff) == 0)
+        qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
+    qp->qp_type = a.qp_type;
+    qp->state = IBV_QPS_RESET;
+    qp->pd = pd;
+    qp->send_cq = scq;
+    qp->recv_cq = rcq;
+    qp->srq = srq;
+    qp->sq_sig_all = a.sq_sig_all;
+    qp->buf = u.buf_addr;
+    qp->dbrec = reinterpret_cast<uint32_t*>(u.db_addr);
+    qp->sq_wqe_cnt = u.sq_wqe_count;
+    qp->rq_wqe_cnt = u.rq_wqe_count;
+    qp->rq_wqe_shift = u.rq_wqe_shift;
+    qp->sq_buf = u.buf_addr + rq_size;
+    qp->uidx = u.uidx;
+    qp->create_flags = u.flags;
+    qp->user_handle = a.user_handle;
+    qp->max_send_wr = a.max_send_wr;
+    qp->max_recv_wr = a.max_recv_wr;
+    qp->max_send_sge = a.max_send_sge;
+    qp->max_recv_sge = a.max_recv_sge;
+    qp->max_inline = a.max_inline;
+    caps = {qp->qpn, a.max_send_wr, a.max_recv_wr, a.max_send_sge, a.max_recv_sge, a.max_inline};
+    memset(&drv, 0, sizeof drv);
+    // bfreg numbering is 4 per UAR page (2 used): 0 = no BlueFlame, 1 = the
+    // first medium-latency register
+    drv.bfreg_index = (u.flags & MLX5_QP_FLAG_BFREG_INDEX) ? u.bfreg_index : 1;
+    ++pd->usecnt;
+    ++scq->usecnt;
+    ++rcq->usecnt;
+    if (srq)
+        ++srq->usecnt;
+    Qp* raw = qp.get();
+    handle = c.add(std::move(qp));
+    sim().qps[raw->qpn] = raw;
+    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx%s", raw->qpn,
+                raw->qp_type, raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift,
+                (unsigned long long)raw->buf, (unsigned long long)u.db_addr, srq ? " srq" : "");
+    return 0;
+}
+
+namespace {
+
+// ib_modify_qp_is_ok: required and optional attributes per transition.
+struct Trans {
+    bool valid;
+    uint32_t req[3];   // RC, UC, UD
+    uint32_t opt[3];
+};
+
+int tidx(uint8_t t) { return t == IBV_QPT_RC ? 0 : t == IBV_QPT_UC ? 1 : 2; }
+
+Trans transition(uint8_t cur, uint8_t next) {
+    constexpr uint32_t S = IBV_QP_STATE, CS = IBV_QP_CUR_STATE, AF = IBV_QP_ACCESS_FLAGS,
+                       PK = IBV_QP_PKEY_INDEX, PO = IBV_QP_PORT, QK = IBV_QP_QKEY, AV = IBV_QP_AV,
+                       MTU = IBV_QP_PATH_MTU, TO = IBV_QP_TIMEOUT, RC_ = IBV_QP_RETRY_CNT,
+                       RNR = IBV_QP_RNR_RETRY, RQP = IBV_QP_RQ_PSN, MRA = IBV_QP_MAX_QP_RD_ATOMIC,
+                       ALT = IBV_QP_ALT_PATH, MRT = IBV_QP_MIN_RNR_TIMER, SQP = IBV_QP_SQ_PSN,
+                       MDRA = IBV_QP_MAX_DEST_RD_ATOMIC, PMS = IBV_QP_PATH_MIG_STATE, DQ = IBV_QP_DEST_QPN,
+                       SQD_N = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+    (void)S;
+    if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+        return {cur != IBV_QPS_RESET || next == IBV_QPS_RESET, {}, {}};
+    switch (cur) {
+    case IBV_QPS_RESET:
+        if (next == IBV_QPS_INIT)
+            return {true, {PK | PO | AF, PK | PO | AF, PK | PO | QK}, {}};
+        break;
+    case IBV_QPS_INIT:
+        if (next == IBV_QPS_INIT)
+            return {true, {}, {PK | PO | AF, PK | PO | AF, PK | PO | QK}};
+        if (next == IBV_QPS_RTR)
+            return {true, {AV | MTU | DQ | RQP | MDRA | MRT, AV | MTU | DQ | RQP, 0}, {ALT | AF | PK, ALT | AF | PK, PK | QK}};
+        break;
+    case IBV_QPS_RTR:
+        if (next == IBV_QPS_RTS)
+            return {true, {TO | RC_ | RNR | SQP | MRA, SQP, SQP}, {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
+        break;
+    case IBV_QPS_RTS:
+        if (next == IBV_QPS_RTS)
+            return {true, {}, {CS | AF | ALT | PMS | MRT, CS | AF | ALT | PMS, CS | QK}};
+        if (next == IBV_QPS_SQD)
+            return {true, {}, {SQD_N, SQD_N, SQD_N}};
+        break;
+    case IBV_QPS_SQD:
+        if (next == IBV_QPS_RTS)
+            return {true, {}, {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
+        if (next == IBV_QPS_SQD)
+            return {true, {}, {PO | AV | TO | RC_ | RNR | MRA | MDRA | ALT | AF | PK | MRT | PMS,
+                               AV | ALT | AF | PK | PMS, PK | QK}};
+        break;
+    case IBV_QPS_SQE:
+        if (next == IBV_QPS_RTS)
+            return {true, {}, {CS, CS | AF, CS | QK}};
+        break;
+    }
+    return {false, {}, {}};
+}
+
+void dest_to_av(const ib_uverbs_qp_dest& d, Av& av) {
+    av = Av{};
+    memcpy(av.dgid, d.dgid, 16);
+    av.flow_label = d.flow_label;
+    av.dlid = d.dlid;
+    av.sgid_index = d.sgid_index;
+    av.hop_limit = d.hop_limit;
+    av.traffic_class = d.traffic_class;
+    av.sl = d.sl;
+    av.src_path_bits = d.src_path_bits;
+    av.static_rate = d.static_rate;
+    av.grh = d.is_global;
+    av.port = d.port_num;
+}
+
+void av_to_dest(const Av& av, ib_uverbs_qp_dest& d) {
+    memset(&d, 0, sizeof d);
+    memcpy(d.dgid, av.dgid, 16);
+    d.flow_label = av.flow_label;
+    d.dlid = av.dlid;
+    d.sgid_index = av.sgid_index;
+    d.hop_limit = av.hop_limit;
+    d.traffic_class = av.traffic_class;
+    d.sl = av.sl;
+    d.src_path_bits = av.src_path_bits;
+    d.static_rate = av.static_rate;
+    d.is_global = av.grh;
+    d.port_num = av.port;
+}
+
+}  // namespace
+
+int modify_qp(Context& c, const ib_uverbs_modify_qp& m) {
+    Qp* qp = c.get<Qp>(m.qp_handle, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    const uint32_t mask = m.attr_mask;
+    const uint8_t cur = (mask & IBV_QP_CUR_STATE) ? m.cur_qp_state : qp->state;
+    const uint8_t next = (mask & IBV_QP_STATE) ? m.qp_state : cur;
+    if (cur > IBV_QPS_ERR || next > IBV_QPS_ERR)
+        return -EINVAL;
+    if ((mask & IBV_QP_CUR_STATE) && cur != qp->state && !(cur == IBV_QPS_SQE || qp->state == IBV_QPS_SQE))
+        return -EINVAL;
+    Trans t = transition(cur, next);
+    if (!t.valid)
+        return -EINVAL;
+    const int ti = tidx(qp->qp_type);
+    const uint32_t allowed = IBV_QP_STATE | t.req[ti] | t.opt[ti];
+    if ((mask & t.req[ti]) != t.req[ti] || (mask & ~allowed))
+        return -EINVAL;
+    const DevCfg& d = *c.dev->cfg;
+    // value checks
+    if (mask & IBV_QP_PORT)
+        if (m.port_num < 1 || m.port_num > d.ports.size())
+            return -EINVAL;
+    const uint8_t port = (mask & IBV_QP_PORT) ? m.port_num : qp->port;
+    const PortCfg& pc = d.ports[std::min<size_t>(port ? port - 1 : 0, d.ports.size() - 1)];
+    if (mask & IBV_QP_PKEY_INDEX)
+        if (m.pkey_index >= (pc.ethernet ? 1 : 128))
+            return -EINVAL;
+    if (mask & IBV_QP_PATH_MTU)
+        if (m.path_mtu < IBV_MTU_256 || m.path_mtu > pc.max_mtu)
+            return -EINVAL;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+        if (m.max_rd_atomic > d.max_qp_rd_atom)
+            return -EINVAL;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+        if (m.max_dest_rd_atomic > d.max_qp_rd_atom)
+            return -EINVAL;
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        if (m.qp_access_flags & ~uint32_t(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                          IBV_ACCESS_REMOTE_ATOMIC))
+            return -EINVAL;
+    if (mask & IBV_QP_AV) {
+        ib_uverbs_ah_attr a{};
+        memcpy(a.grh.dgid, m.dest.dgid, 16);
+        a.grh.sgid_index = m.dest.sgid_index;
+        a.dlid = m.dest.dlid;
+        a.sl = m.dest.sl;
+        a.is_global = m.dest.is_global;
+        a.port_num = m.dest.port_num ? m.dest.port_num : port;
+        if (int e = check_av(*c.dev, a))
+            return e;
+    }
+    if (mask & IBV_QP_TIMEOUT)
+        if (m.timeout > 31)
+            return -EINVAL;
+    if (mask & IBV_QP_RETRY_CNT)
+        if (m.retry_cnt > 7)
+            return -EINVAL;
+    if (mask & IBV_QP_RNR_RETRY)
+        if (m.rnr_retry > 7)
+            return -EINVAL;
+    if (mask & IBV_QP_MIN_RNR_TIMER)
+        if (m.min_rnr_timer > 31)
+            return -EINVAL;
+    if (mask & IBV_QP_DEST_QPN)
+        if (m.dest_qp_num > 0xffffff)
+            return -EINVAL;
+    // apply
+    if (mask & IBV_QP_PORT)
+        qp->port = m.port_num;
+    if (mask & IBV_QP_PKEY_INDEX)
+        qp->pkey_index = m.pkey_index;
+    if (mask & IBV_QP_QKEY)
+        qp->qkey = m.qkey;
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        qp->access = m.qp_access_flags;
+    if (mask & IBV_QP_PATH_MTU)
+        qp->path_mtu = m.path_mtu;
+    if (mask & IBV_QP_DEST_QPN)
+        qp->dest_qpn = m.dest_qp_num;
+    if (mask & IBV_QP_RQ_PSN)
+        qp->rq_psn = m.rq_psn & 0xffffff;
+    if (mask & IBV_QP_SQ_PSN)
+        qp->sq_psn = m.sq_psn & 0xffffff;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+        qp->max_rd_atomic = m.max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+        qp->max_dest_rd_atomic = m.max_dest_rd_atomic;
+    if (mask & IBV_QP_MIN_RNR_TIMER)
+        qp->min_rnr_timer = m.min_rnr_timer;
+    if (mask & IBV_QP_TIMEOUT)
+        qp->timeout = m.timeout;
+    if (mask & IBV_QP_RETRY_CNT)
+        qp->retry_cnt = m.retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY)
+        qp->rnr_retry = m.rnr_retry;
+    if (mask & IBV_QP_AV) {
+        dest_to_av(m.dest, qp->av);
+        if (!qp->av.port)
+            qp->av.port = port;
+        if (pc.ethernet)
+            gid_to_mac(qp->av.dgid, qp->av.dmac);
+    }
+    if (mask & IBV_QP_ALT_PATH) {
+        dest_to_av(m.alt_dest, qp->alt_av);
+        qp->alt_port = m.alt_port_num;
+        qp->alt_timeout = m.alt_timeout;
+        qp->alt_pkey_index = m.alt_pkey_index;
+    }
+    if (mask & IBV_QP_PATH_MIG_STATE)
+        qp->path_mig_state = m.path_mig_state;
+    const uint8_t old = qp->state;
+    qp->state = next;
+    if (old != next || next == IBV_QPS_RESET)
+        engine_qp_state_changed(*qp, old);
+    UVSIM_TRACE("modify_qp qpn 0x%x %u -> %u mask 0x%x", qp->qpn, old, next, mask);
+    return 0;
+}
+
+int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp& r) {
+    Qp* qp = c.get<Qp>(handle, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    (void)mask;
+    memset(&r, 0, sizeof r);
+    av_to_dest(qp->av, r.dest);
+    av_to_dest(qp->alt_av, r.alt_dest);
+    r.max_send_wr = qp->max_send_wr;
+    r.max_recv_wr = qp->srq ? 0 : qp->max_recv_wr;
+    r.max_send_sge = qp->max_send_sge;
+    r.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+    r.max_inline_data = qp->max_inline;
+    r.qkey = qp->qkey;
+    r.rq_psn = qp->rq_psn;
+    r.sq_psn = qp->sq_psn;
+    r.dest_qp_num = qp->dest_qpn;
+    r.qp_access_flags = qp->access;
+    r.pkey_index = qp->pkey_index;
+    r.alt_pkey_index = qp->alt_pkey_index;
+    r.qp_state = qp->state;
+    r.cur_qp_state = qp->state;
+    r.path_mtu = qp->path_mtu;
+    r.path_mig_state = qp->path_mig_state;
+    r.sq_draining = qp->sq_draining;
+    r.max_rd_atomic = qp->max_rd_atomic;
+    r.max_dest_rd_atomic = qp->max_dest_rd_atomic;
+    r.min_rnr_timer = qp->min_rnr_timer;
+    r.port_num = qp->port;
+    r.timeout = qp->timeout;
+    r.retry_cnt = qp->retry_cnt;
+    r.rnr_retry = qp->rnr_retry;
+    r.alt_port_num = qp->alt_port;
+    r.alt_timeout = qp->alt_timeout;
+    r.sq_sig_all = qp->sq_sig_all;
+    return 0;
+}
+
+int destroy_qp(Context& c, uint32_t handle, uint32_t& events) {
+    Qp* qp = c.get<Qp>(handle, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    engine_qp_destroy(*qp);
+    events = qp->events_reported - drop_unread_async(c, qp->user_handle);
+    --qp->pd->usecnt;
+    --qp->send_cq->usecnt;
+    --qp->recv_cq->usecnt;
+    if (qp->srq)
+        --qp->srq->usecnt;
+    sim().qps.erase(qp->qpn);
+    c.objects.erase(handle);
+    return 0;
+}
+
+int attach_mcast(Context& c, uint32_t qph, const uint8_t*, uint16_t) {
+    Qp* qp = c.get<Qp>(qph, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    if (qp->qp_type != IBV_QPT_UD)
+        return -EINVAL;
+    return -EOPNOTSUPP;   // multicast is not emulated yet
+}
+
+int detach_mcast(Context& c, uint32_t qph, const uint8_t*, uint16_t) {
+    Qp* qp = c.get<Qp>(qph, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    return -EINVAL;
+}
+
+void destroy_context(Context& c) {
+    // children first: QPs, then SRQs, AHs, MRs, CQs, PDs
+    static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mr, ObjType::Mw,
+                                    ObjType::Cq, ObjType::Pd};
+    for (ObjType t : order) {
+        std::vector<uint32_t> hs;
+        for (const auto& [h, o] : c.objects)
+            if (o->type == t)
+                hs.push_back(h);
+        for (uint32_t h : hs) {
+            uint32_t ev;
+            ib_uverbs_destroy_cq_resp cr;
+            switch (t) {
+            case ObjType::Qp: destroy_qp(c, h, ev); break;
+            case ObjType::Srq: c.get<Srq>(h, t)->usecnt = 0; destroy_srq(c, h, ev); break;
+            case ObjType::Ah: destroy_ah(c, h); break;
+            case ObjType::Mr: dereg_mr(c, h); break;
+            case ObjType::Cq: c.get<Cq>(h, t)->usecnt = 0; destroy_cq(c, h, cr); break;
+            case ObjType::Pd: c.get<Pd>(h, t)->usecnt = 0; dealloc_pd(c, h); break;
+            default: c.objects.erase(h); break;
+            }
+        }
+    }
+    c.objects.clear();
+}
+
+void uverbs_close(int fd) {
+    std::lock_guard<std::recursive_mutex> g(sim().mu);
+    const bool event = fd_kind(fd) == FdKind::Event;
+    fd_mark(fd, FdKind::None);
+    if (event) {
+        sim().channels.erase(fd);
+        return;
+    }
+    auto it = sim().files.find(fd);
+    if (it == sim().files.end())
+        return;
+    destroy_context(*it->second);
+    sim().files.erase(it);
+    UVSIM_TRACE("close uverbs fd %d", fd);
+}
+
+}  // namespace uvsim

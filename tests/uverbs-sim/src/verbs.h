@@ -1,0 +1,98 @@
+// The emulated kernel's verbs layer: what ib_uverbs + mlx5_ib do for each
+// command, independent of how the command arrived (write or ioctl ABI).
+// Every function returns 0 or a negative errno and validates everything
+// it is given: handles, sizes, addresses, attribute masks.
+#pragma once
+
+#include "sim.h"
+
+#include <infiniband/verbs.h>   // first: it defines RDMA_UAPI_PTR for the uapi headers
+#include <rdma/ib_user_verbs.h>
+#include <rdma/mlx5-abi.h>
+
+namespace uvsim {
+
+// ---- device / port
+void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r);
+void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r);
+void fill_mlx5_query_device(const Device& d, mlx5_ib_query_device_resp& r);
+int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r);
+struct GidEntry {
+    uint8_t gid[16];
+    int type;   // 0: IB or RoCE v1, 1: RoCE v2
+};
+std::vector<GidEntry> port_gids(const PortCfg& p);
+
+// ---- context
+// driver_in/len: mlx5_ib_alloc_ucontext_req(_v2) bytes; fills resp (whole
+// struct; the caller copies what fits).
+int get_context(Context& c, const void* driver_in, size_t in_len, mlx5_ib_alloc_ucontext_resp& resp);
+int make_async_fd(Context& c);   // returns the application's fd or -errno
+
+// ---- simple objects
+int alloc_pd(Context& c, uint32_t& handle, uint32_t& pdn);
+int dealloc_pd(Context& c, uint32_t handle);
+int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t iova, uint32_t access,
+           uint32_t& handle, uint32_t& lkey, uint32_t& rkey);
+int dereg_mr(Context& c, uint32_t handle);
+int create_comp_channel(Context& c);   // returns fd or -errno
+int create_ah(Context& c, uint32_t pd, uint64_t user_handle, const ib_uverbs_ah_attr& attr, uint32_t& handle,
+              mlx5_ib_create_ah_resp* drv);
+int destroy_ah(Context& c, uint32_t handle);
+
+// ---- CQ
+struct CqArgs {
+    uint64_t user_handle = 0;
+    uint32_t cqe = 0;
+    uint32_t comp_vector = 0;
+    int32_t comp_channel = -1;   // fd
+    uint32_t flags = 0;
+    mlx5_ib_create_cq drv{};
+    size_t drv_len = 0;
+};
+int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, uint32_t& cqn);
+int destroy_cq(Context& c, uint32_t handle, ib_uverbs_destroy_cq_resp& r);
+
+// ---- SRQ
+struct SrqArgs {
+    uint64_t user_handle = 0;
+    uint32_t pd = 0, max_wr = 0, max_sge = 0, limit = 0;
+    uint32_t srq_type = 0;   // IB_SRQT_BASIC only
+    mlx5_ib_create_srq drv{};
+    size_t drv_len = 0;
+};
+int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge, uint32_t& srqn);
+int modify_srq(Context& c, uint32_t handle, uint32_t mask, uint32_t max_wr, uint32_t limit);
+int query_srq(Context& c, uint32_t handle, ib_uverbs_query_srq_resp& r);
+int destroy_srq(Context& c, uint32_t handle, uint32_t& events);
+
+// ---- QP
+struct QpArgs {
+    uint64_t user_handle = 0;
+    uint32_t pd = 0, send_cq = 0, recv_cq = 0, srq = 0;
+    bool has_srq = false;
+    uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
+    uint8_t sq_sig_all = 0, qp_type = 0;
+    uint32_t create_flags = 0;
+    mlx5_ib_create_qp drv{};
+    size_t drv_len = 0;
+};
+struct QpCaps {
+    uint32_t qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
+};
+int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv);
+int modify_qp(Context& c, const ib_uverbs_modify_qp& m);
+int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp& r);
+int destroy_qp(Context& c, uint32_t handle, uint32_t& events);
+
+// ---- multicast (UD)
+int attach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);
+int detach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);
+
+// Releases everything of a context (close of the file).
+void destroy_context(Context& c);
+
+// IB path MTU enum -> bytes
+inline uint32_t mtu_bytes(uint8_t mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 256; }
+
+}  // namespace uvsim

@@ -1,0 +1,103 @@
+// The simulated wire: packets between the model threads of the processes
+// that share a run directory.
+//
+// Each process binds one UNIX datagram socket, <run_dir>/wire/s<slot>; its
+// slot (1-255) is the upper byte of every QP number it hands out, so a
+// packet for QPN q goes to the socket of slot q >> 16. A packet carries the
+// fields of the IB headers that matter (BTH opcode/PSN/QPN, RETH, AtomicETH,
+// AETH, DETH, immediate, the LRH/GRH addresses) and at most one MTU of
+// payload. The receiver checks that the destination LID/GID is one of its
+// ports, as a real port would drop a packet not addressed to it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uvsim {
+
+// IB BTH opcodes (transport in the upper 3 bits)
+enum : uint8_t {
+    OP_SEND_FIRST = 0x00,
+    OP_SEND_MIDDLE = 0x01,
+    OP_SEND_LAST = 0x02,
+    OP_SEND_LAST_IMM = 0x03,
+    OP_SEND_ONLY = 0x04,
+    OP_SEND_ONLY_IMM = 0x05,
+    OP_WRITE_FIRST = 0x06,
+    OP_WRITE_MIDDLE = 0x07,
+    OP_WRITE_LAST = 0x08,
+    OP_WRITE_LAST_IMM = 0x09,
+    OP_WRITE_ONLY = 0x0a,
+    OP_WRITE_ONLY_IMM = 0x0b,
+    OP_READ_REQUEST = 0x0c,
+    OP_READ_RESP_FIRST = 0x0d,
+    OP_READ_RESP_MIDDLE = 0x0e,
+    OP_READ_RESP_LAST = 0x0f,
+    OP_READ_RESP_ONLY = 0x10,
+    OP_ACK = 0x11,
+    OP_ATOMIC_ACK = 0x12,
+    OP_CMP_SWAP = 0x13,
+    OP_FETCH_ADD = 0x14,
+    OP_SEND_LAST_INV = 0x16,
+    OP_SEND_ONLY_INV = 0x17,
+    TRANSPORT_RC = 0x00,
+    TRANSPORT_UC = 0x20,
+    TRANSPORT_UD = 0x60,
+};
+
+// AETH syndromes (upper 3 bits: 0 ACK, 1 RNR NAK, 3 NAK)
+enum : uint8_t {
+    AETH_ACK = 0x00,
+    AETH_RNR_NAK = 0x20,        // | timer
+    AETH_NAK_PSN_SEQ = 0x60,
+    AETH_NAK_INV_REQ = 0x61,
+    AETH_NAK_REM_ACCESS = 0x62,
+    AETH_NAK_REM_OP = 0x63,
+};
+
+constexpr uint32_t kWireMagic = 0x55565357;   // "UVSW"
+constexpr size_t kMaxPayload = 4096;
+
+struct WireHdr {
+    uint32_t magic;
+    uint8_t opcode;        // BTH opcode incl. transport bits
+    uint8_t flags;         // kFlag*
+    uint16_t payload_len;
+    uint32_t dest_qpn;
+    uint32_t src_qpn;
+    uint32_t psn;
+    uint16_t slid, dlid;
+    uint8_t sgid[16], dgid[16];
+    uint8_t sl;
+    uint8_t syndrome;      // AETH
+    uint16_t pkey;
+    uint32_t msn;          // AETH
+    uint32_t imm;          // immediate data / invalidate rkey (network order, as in the WQE)
+    uint32_t qkey;         // DETH
+    uint64_t va;           // RETH / AtomicETH
+    uint32_t rkey;
+    uint32_t dma_len;
+    uint64_t swap_add, compare;   // AtomicETH (host order)
+    uint64_t orig;         // AtomicAckETH
+};
+
+enum : uint8_t {
+    kFlagSolicited = 1,
+    kFlagGrh = 2,
+};
+
+struct Packet {
+    WireHdr h;
+    uint8_t payload[kMaxPayload];
+};
+
+// Binds this process's socket (once); false when the run directory is unusable.
+bool wire_attach();
+int wire_fd();
+// Sends to the process owning h.dest_qpn. False when nobody is there (the
+// packet is lost, as on a wire with no such port).
+bool wire_send(const Packet& p);
+// One packet if available (non-blocking): its size, 0 when none.
+size_t wire_recv(Packet& p);
+
+}  // namespace uvsim
