@@ -101,6 +101,19 @@ struct CqeInfo {
     Srq* srq = nullptr;
 };
 
+// "00112233 44556677 ..." of a buffer, for the trace
+std::string hex(const uint8_t* b, size_t n) {
+    std::string s;
+    char t[4];
+    for (size_t i = 0; i < n; ++i) {
+        if (i && (i % 4) == 0)
+            s += ' ';
+        snprintf(t, sizeof t, "%02x", b[i]);
+        s += t;
+    }
+    return s;
+}
+
 bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
     if (((cq.pi - cons) & 0xffffff) >= cq.ncqe) {
@@ -149,8 +162,9 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     cq.pi = (cq.pi + 1) & 0xffffff;
     if (cq.armed && (!cq.armed_solicited || ci.solicited || err))
         cq.arm_ci = (cq.pi - 1) & 0xffffff, cq.armed_solicited = false;   // fires on the next check
-    UVSIM_TRACE("CQE cq 0x%x idx %u op %u qpn 0x%x wqe_counter %u byte_cnt %u%s syndrome 0x%x", cq.cqn, idx,
-                ci.opcode, qp.qpn, ci.wqe_counter, ci.byte_cnt, err ? " ERR" : "", ci.syndrome);
+    UVSIM_TRACE("CQE cq 0x%x idx %u op %u qpn 0x%x wqe_counter %u byte_cnt %u%s syndrome 0x%x: %s", cq.cqn, idx,
+                ci.opcode, qp.qpn, ci.wqe_counter, ci.byte_cnt, err ? " ERR" : "", ci.syndrome,
+                g_trace_on ? hex(slot, 64).c_str() : "");
     return true;
 }
 
@@ -671,8 +685,9 @@ bool poll_sq(Qp& qp) {
         const uint8_t syn = parse_send(qp, w, size, op);
         e.sq_ci = static_cast<uint16_t>(e.sq_ci + nbb);
         work = true;
-        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s", qp.qpn, op.wqe_idx, op.opcode, size / 16,
-                    op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "");
+        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s: %s", qp.qpn, op.wqe_idx, op.opcode,
+                    size / 16, op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "",
+                    g_trace_on ? hex(w, size).c_str() : "");
         if (qp.state == IBV_QPS_ERR) {
             req_complete(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
             continue;

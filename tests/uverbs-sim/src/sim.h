@@ -116,6 +116,9 @@ bool app_read(void* dst, uint64_t src, size_t len);
 bool app_write(uint64_t dst, const void* src, size_t len);
 // True when [addr, addr+len) is mapped readable (and writable if asked).
 bool app_range_ok(uint64_t addr, size_t len, bool writable);
+// Tests and fuzzers: restrict every application-memory access to one arena
+// (anything outside fails as unmapped memory would); len 0 lifts it.
+void set_app_arena(uint64_t base, size_t len);
 
 // ------------------------------------------------------------------ libc
 

@@ -14,9 +14,27 @@
 
 namespace uvsim {
 
+namespace {
+uint64_t g_arena_base = 0;
+size_t g_arena_len = 0;
+
+bool in_arena(uint64_t a, size_t len) {
+    if (!g_arena_len)
+        return true;
+    return a >= g_arena_base && len <= g_arena_len && a - g_arena_base <= g_arena_len - len;
+}
+}  // namespace
+
+void set_app_arena(uint64_t base, size_t len) {
+    g_arena_base = base;
+    g_arena_len = len;
+}
+
 bool app_read(void* dst, uint64_t src, size_t len) {
     if (!len)
         return true;
+    if (!in_arena(src, len))
+        return false;
     if (src + len < src)
         return false;
     iovec local{dst, len};
@@ -28,6 +46,8 @@ bool app_read(void* dst, uint64_t src, size_t len) {
 bool app_write(uint64_t dst, const void* src, size_t len) {
     if (!len)
         return true;
+    if (!in_arena(dst, len))
+        return false;
     if (dst + len < dst)
         return false;
     iovec local{const_cast<void*>(src), len};
@@ -39,7 +59,7 @@ bool app_write(uint64_t dst, const void* src, size_t len) {
 bool app_range_ok(uint64_t addr, size_t len, bool) {
     if (!len)
         return true;
-    if (!addr || addr + len < addr)
+    if (!addr || addr + len < addr || !in_arena(addr, len))
         return false;
     const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     const uint64_t start = addr & ~(page - 1);
