@@ -249,7 +249,7 @@ bool build_tree(const Config& c, const std::string& root) {
             ok &= put(pd + "/cap_mask", pc.ethernet ? "0x04010000" : "0x2651e84a");
             ok &= put(pd + "/link_layer", pc.ethernet ? "Ethernet" : "InfiniBand");
             const auto gids = port_gids(pc);
-            const size_t ngid = pc.ethernet ? 256 : 128;
+            const size_t ngid = pc.ethernet ? 256 : 8;   // as query_port's gid_tbl_len
             static const uint8_t zero_gid[16] = {};
             for (size_t g = 0; g < ngid; ++g)
                 ok &= put(pd + "/gids/" + std::to_string(g), gid_text(g < gids.size() ? gids[g].gid : zero_gid));

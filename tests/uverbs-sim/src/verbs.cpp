@@ -195,7 +195,7 @@ int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r
     memset(&r, 0, sizeof r);
     r.port_cap_flags = p->ethernet ? 0x04010000u : 0x2651e84au;
     r.max_msg_sz = 1u << 30;
-    r.gid_tbl_len = p->ethernet ? 256 : 128;
+    r.gid_tbl_len = p->ethernet ? 256 : 8;
     r.pkey_tbl_len = p->ethernet ? 1 : 128;
     r.lid = p->lid;
     r.sm_lid = p->sm_lid;
@@ -203,7 +203,7 @@ int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r
     r.max_mtu = p->max_mtu;
     r.active_mtu = p->active_mtu;
     r.lmc = p->lmc;
-    r.max_vl_num = p->ethernet ? 0 : 4;   // 8 VLs
+    r.max_vl_num = p->ethernet ? 0 : 3;   // 4 data VLs
     r.sm_sl = 0;
     r.subnet_timeout = p->ethernet ? 0 : 18;
     r.active_width = p->width;
