@@ -1,0 +1,215 @@
+// Writes the seed corpus of the uvsim_cmd fuzzer (format in fuzz_layout.h):
+// the command sequences of ordinary mlx5 programs, with pointers into the
+// fuzzer's arena. Run it by hand after changing the format:
+//   uvsim_fuzz_make_corpus tests/uverbs-sim/tests/fuzz/corpus/cmd
+// Object handles follow the emulator's numbering (the lowest free handle of
+// the context, shared by every object type), as a fresh file gives them.
+#include "cmd_builder.h"
+#include "fuzz_layout.h"
+
+#include <cstdio>
+#include <string>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+using namespace uvsim_fuzz;
+using namespace uvsim_test;
+
+namespace {
+
+constexpr uint64_t A(size_t off) { return kArenaAddr + off; }
+// arena layout of the seeds
+constexpr uint64_t kResp = A(kFreeOff);            // responses
+constexpr uint64_t kDb = A(kFreeOff + 0x1000);     // doorbell records, 64 bytes apart
+constexpr uint64_t kMr = A(kFreeOff + 0x10000);    // 64 KiB registered memory
+constexpr uint64_t kCqBuf = A(kFreeOff + 0x20000);
+constexpr uint64_t kCqBuf2 = A(kFreeOff + 0x28000);
+constexpr uint64_t kQpBuf = A(kFreeOff + 0x30000);
+constexpr uint64_t kSrqBuf = A(kFreeOff + 0x40000);
+constexpr uint64_t kIoBuf = A(kFreeOff + 0x50000);   // ioctl attribute buffers
+
+struct Seed {
+    Bytes b;
+    explicit Seed(uint8_t flags) { b.push_back(flags); }
+    void rec(uint8_t kind, const Bytes& data) {
+        b.push_back(kind);
+        b.push_back(static_cast<uint8_t>(data.size()));
+        b.push_back(static_cast<uint8_t>(data.size() >> 8));
+        b.insert(b.end(), data.begin(), data.end());
+    }
+    Seed& w(const Bytes& cmd) {
+        rec(kWrite, cmd);
+        return *this;
+    }
+    bool save(const std::string& dir, const char* name) const {
+        const std::string path = dir + "/" + name;
+        FILE* f = fopen(path.c_str(), "wb");
+        if (!f || fwrite(b.data(), 1, b.size(), f) != b.size() || fclose(f) != 0) {
+            perror(path.c_str());
+            return false;
+        }
+        return true;
+    }
+};
+
+Bytes ioctl_cmd(uint16_t object, uint16_t method, const std::vector<ib_uverbs_attr>& attrs) {
+    ib_uverbs_ioctl_hdr h{};
+    h.length = static_cast<uint16_t>(sizeof h + attrs.size() * sizeof(ib_uverbs_attr));
+    h.object_id = object;
+    h.method_id = method;
+    h.num_attrs = static_cast<uint16_t>(attrs.size());
+    Bytes b;
+    append(b, &h, sizeof h);
+    for (const ib_uverbs_attr& a : attrs)
+        append(b, &a, sizeof a);
+    return b;
+}
+
+ib_uverbs_attr attr(uint16_t id, uint16_t len, uint64_t data, uint16_t flags = UVERBS_ATTR_F_MANDATORY) {
+    ib_uverbs_attr a{};
+    a.attr_id = id;
+    a.len = len;
+    a.flags = flags;
+    a.data = data;
+    return a;
+}
+
+// handles: pd 0, mr 1, cq 2, qp 3 (the usual order below)
+Seed rc_to_rts(uint8_t dev, uint8_t type) {
+    Seed s(dev);
+    const bool eth = dev & 1;
+    s.w(get_context(kResp)).w(query_device(kResp)).w(query_port(kResp, 1)).w(alloc_pd(kResp));
+    s.w(reg_mr(kResp, 0, kMr, 0x10000, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ));
+    s.w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb)));
+    QpSpec q;
+    q.pd = 0;
+    q.scq = q.rcq = 2;
+    q.type = type;
+    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 64, 16, 16)));
+    s.w(modify_qp(to_init(3, type)));
+    s.w(modify_qp(to_rtr(3, type, 0x010203, eth ? 0 : 1, eth)));
+    s.w(modify_qp(to_rts(3, type)));
+    s.w(query_qp(kResp, 3));
+    s.w(destroy_qp(kResp, 3)).w(destroy_cq(kResp, 2)).w(dereg_mr(1)).w(dealloc_pd(0));
+    return s;
+}
+
+Seed ex_path(uint8_t dev) {
+    Seed s(dev);
+    s.w(get_context(kResp)).w(ex_query_device(kResp)).w(alloc_pd(kResp));
+    s.w(ex_create_cq(kResp, 63, cq_drv(kCqBuf, kDb), IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN));   // handle 1
+    s.w(ex_create_cq(kResp, 31, cq_drv(kCqBuf2, kDb + 64, 128)));                            // handle 2
+    QpSpec q;
+    q.pd = 0;
+    q.scq = 1;
+    q.rcq = 2;
+    q.type = IBV_QPT_UC;
+    s.w(ex_create_qp(kResp, q, qp_drv(kQpBuf, kDb + 128, 32, 8, 5)));   // handle 3
+    s.w(ex_modify_qp(kResp, to_init(3, IBV_QPT_UC)));
+    s.w(ex_modify_qp(kResp, to_rtr(3, IBV_QPT_UC, 0x20304, 1)));
+    s.w(ex_modify_qp(kResp, to_rts(3, IBV_QPT_UC)));
+    s.w(modify_qp(to_state(3, IBV_QPS_ERR))).w(modify_qp(to_state(3, IBV_QPS_RESET)));
+    // the file closes with everything still there
+    return s;
+}
+
+Seed ud_ah(uint8_t dev) {
+    Seed s(dev);
+    const bool eth = dev & 1;
+    s.w(get_context(kResp)).w(alloc_pd(kResp)).w(create_cq(kResp, 7, cq_drv(kCqBuf, kDb)));   // pd 0, cq 1
+    QpSpec q;
+    q.pd = 0;
+    q.scq = q.rcq = 1;
+    q.type = IBV_QPT_UD;
+    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 64, 8, 8, 6)));   // qp 2
+    s.w(modify_qp(to_init(2, IBV_QPT_UD))).w(modify_qp(to_rtr(2, IBV_QPT_UD, 0, 0))).w(modify_qp(to_rts(2, IBV_QPT_UD)));
+    ib_uverbs_ah_attr a{};
+    a.port_num = 1;
+    a.dlid = eth ? 0 : 1;
+    a.is_global = eth;
+    a.grh.dgid[0] = 0xfe;
+    a.grh.dgid[1] = 0x80;
+    a.grh.hop_limit = 64;
+    s.w(create_ah(kResp, 0, a)).w(destroy_ah(3)).w(create_ah(kResp, 0, a));
+    s.w(dealloc_pd(0));   // busy: the QP and the AH
+    return s;
+}
+
+Seed srq(uint8_t dev) {
+    Seed s(dev);
+    s.w(get_context(kResp)).w(alloc_pd(kResp)).w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb)));   // pd 0, cq 1
+    s.w(create_srq(kResp, 0, 63, 2, kSrqBuf, kDb + 64, 4));                                   // srq 2
+    s.w(modify_srq(2, IBV_SRQ_LIMIT, 0, 8)).w(query_srq(kResp, 2));
+    QpSpec q;
+    q.pd = 0;
+    q.scq = q.rcq = 1;
+    q.srq = 2;
+    q.has_srq = true;
+    q.recv_wr = 0;
+    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 128, 16, 0)));   // qp 3
+    s.w(destroy_srq(kResp, 2));   // busy
+    s.w(destroy_qp(kResp, 3)).w(destroy_srq(kResp, 2)).w(destroy_cq(kResp, 1)).w(dealloc_pd(0));
+    return s;
+}
+
+Seed errors(uint8_t dev) {
+    Seed s(dev);
+    s.w(alloc_pd(kResp));                              // before GET_CONTEXT
+    s.w(get_context(kResp, 8));                        // v1 request
+    s.w(get_context(kResp));                           // a second context
+    s.w(create_comp_channel(kResp));
+    s.w(alloc_pd(kResp)).w(reg_mr(kResp, 0, kMr, 0x1000, IBV_ACCESS_REMOTE_WRITE));   // needs LOCAL_WRITE
+    s.w(reg_mr(kResp, 0, A(kArenaLen - 0x1000), 0x2000, 0));                           // past the arena
+    s.w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb, 32)));                                 // bad cqe_size
+    s.w(dealloc_pd(0)).w(dealloc_pd(0));
+    Bytes bad = alloc_pd(kResp);
+    bad[4] ^= 1;   // in_words off by one
+    s.w(bad);
+    return s;
+}
+
+Seed ioctls(uint8_t dev) {
+    Seed s(dev);
+    s.w(get_context(kResp)).w(alloc_pd(kResp));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT,
+                            {attr(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1, 1),
+                             attr(UVERBS_ATTR_QUERY_PORT_RESP, sizeof(ib_uverbs_query_port_resp_ex), kIoBuf)}));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT,
+                            {attr(UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, 4, kIoBuf, 0),
+                             attr(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, 8, kIoBuf + 8, 0)}));
+    // INVOKE_WRITE of ALLOC_PD: the core command and response as buffers
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE,
+                            {attr(UVERBS_ATTR_WRITE_CMD, 4, IB_USER_VERBS_CMD_ALLOC_PD),
+                             attr(UVERBS_ATTR_CORE_IN, 8, 0),
+                             attr(UVERBS_ATTR_CORE_OUT, 4, kIoBuf)}));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0)}));
+    Bytes other;
+    const uint32_t req = 0x1b02;   // not RDMA_VERBS_IOCTL
+    append(other, &req, 4);
+    Bytes body = ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0)});
+    other.insert(other.end(), body.begin(), body.end());
+    s.rec(kIoctlOther, other);
+    return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+        return 2;
+    }
+    const std::string dir = argv[1];
+    bool ok = true;
+    ok &= rc_to_rts(0, IBV_QPT_RC).save(dir, "rc-ib");
+    ok &= rc_to_rts(1, IBV_QPT_RC).save(dir, "rc-roce");
+    ok &= rc_to_rts(0, IBV_QPT_UC).save(dir, "uc-ib");
+    ok &= ex_path(0).save(dir, "ex-uc-ib");
+    ok &= ud_ah(0).save(dir, "ud-ah-ib");
+    ok &= ud_ah(1).save(dir, "ud-ah-roce");
+    ok &= srq(0).save(dir, "srq-ib");
+    ok &= errors(0).save(dir, "errors-ib");
+    ok &= ioctls(0).save(dir, "ioctl-ib");
+    ok &= ioctls(1).save(dir, "ioctl-roce");
+    return ok ? 0 : 1;
+}
