@@ -700,7 +700,9 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         return -EINVAL;
     if (srq && u.rq_wqe_count)
         return -EINVAL;
-    const uint64_t rq_size = uint64_t(u.rq_wqe_count) << u.rq_wqe_shift;
+    // the shift means nothing without a receive queue (and may be anything)
+    const uint32_t rq_shift = u.rq_wqe_count ? u.rq_wqe_shift : 0;
+    const uint64_t rq_size = uint64_t(u.rq_wqe_count) << rq_shift;
     const uint64_t sq_size = uint64_t(u.sq_wqe_count) * 64;
     if (rq_size + sq_size == 0)
         return -EINVAL;
@@ -725,7 +727,7 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     qp->dbrec = reinterpret_cast<uint32_t*>(u.db_addr);
     qp->sq_wqe_cnt = u.sq_wqe_count;
     qp->rq_wqe_cnt = u.rq_wqe_count;
-    qp->rq_wqe_shift = u.rq_wqe_shift;
+    qp->rq_wqe_shift = rq_shift;
     qp->sq_buf = u.buf_addr + rq_size;
     qp->uidx = u.uidx;
     qp->create_flags = u.flags;
