@@ -1,0 +1,171 @@
+# Sourced by the reference tests (bash). Debian's own programs run over the
+# emulator with Debian's libibverbs + libmlx5; nothing of the project's
+# libibverbs is on the library path.
+#
+# The test's environment (set by CMakeLists.txt):
+#   UVSIM_RUN    build/bin/uverbs-sim-run
+#   UVSIM_WORK   this test's own directory: the simulated host's run dir
+#                (--dir), configs, captured outputs and traces
+#   UVSIM_PORT   this test's own TCP port (the next three are its too)
+#   UVSIM_TIMEOUT  seconds each program may run (default 30)
+#
+# Exit codes: 0 pass, 1 fail, 77 skip (a Debian program or libmlx5 is not
+# installed).
+
+set -u
+
+: "${UVSIM_RUN:?UVSIM_RUN must name build/bin/uverbs-sim-run}"
+: "${UVSIM_WORK:?UVSIM_WORK must name the directory of this test}"
+PORT=${UVSIM_PORT:-24100}
+LIMIT=${UVSIM_TIMEOUT:-30}
+BIN=${UVSIM_REF_BIN:-/usr/bin}
+
+# Debian's stack only: no build/lib, no other preloads.
+unset LD_LIBRARY_PATH LD_PRELOAD RDMAV_DRIVERS IBV_CONFIG_DIR
+unset UVERBS_SIM_CONFIG UVERBS_SIM_TRACE UVERBS_SIM_DEVICES UVERBS_SIM_LINK UVERBS_SIM_FAULTS UVERBS_SIM_DIR
+
+W=$UVSIM_WORK
+rm -rf "$W"
+mkdir -p "$W" || exit 1
+CONFIG=""          # set by config(); empty = the emulator's default device
+FAILED=0
+MSGS=()            # why the test failed
+SHOW=()            # outputs/traces to print on failure
+
+# need PROG...: skip unless Debian's programs and mlx5 provider are present.
+need() {
+	local p
+	for p in "$@"; do
+		if [ ! -x "$BIN/$p" ]; then
+			echo "SKIP: $BIN/$p is not installed (Debian packages ibverbs-utils, perftest)"
+			exit 77
+		fi
+	done
+	if ! ls /usr/lib/*/libibverbs/libmlx5-rdmav*.so >/dev/null 2>&1 &&
+		! ls /usr/lib/libibverbs/libmlx5-rdmav*.so >/dev/null 2>&1; then
+		echo "SKIP: Debian's libmlx5 provider (ibverbs-providers) is not installed"
+		exit 77
+	fi
+	if [ ! -x "$UVSIM_RUN" ]; then
+		echo "FAIL: $UVSIM_RUN missing"
+		exit 1
+	fi
+}
+
+# config NAME < text: writes the emulator config NAME and makes it current.
+config() {
+	CONFIG=$W/$1.conf
+	cat >"$CONFIG"
+}
+
+fail() {
+	FAILED=1
+	MSGS+=("$*")
+	echo "FAIL: $*"
+}
+
+# sim TAG PROG ARGS...: runs one program on the simulated host, bounded,
+# stdout in $W/TAG.out, stderr in $W/TAG.err, trace in $W/TAG.trace; sets RC.
+sim() {
+	local tag=$1
+	shift
+	local cfg=()
+	[ -n "$CONFIG" ] && cfg=(--config "$CONFIG")
+	echo "$*" >"$W/$tag.cmd"
+	SHOW+=("$tag")
+	timeout -k 5 "$LIMIT" "$UVSIM_RUN" "${cfg[@]}" --dir "$W/host" --trace "$W/$tag.trace" \
+		"$BIN/$@" >"$W/$tag.out" 2>"$W/$tag.err"
+	RC=$?
+}
+
+# listening PORT: true when something listens on TCP PORT (IPv4 or IPv6).
+listening() {
+	local hex
+	hex=$(printf ':%04X' "$1")
+	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# pair TAG: runs the server command in SRV (an array) and, once it listens
+# on TCP port $P (default $PORT), the client in CLI. Results: SRC, CRC.
+pair() {
+	local tag=$1 p=${P:-$PORT} i pid
+	SHOW+=("$tag.server")
+	sim "$tag.server" "${SRV[@]}" &
+	pid=$!
+	# the server listens before it touches the device on every program here
+	for i in $(seq 1 200); do
+		listening "$p" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	sim "$tag.client" "${CLI[@]}"
+	CRC=$RC
+	wait "$pid"
+	SRC=$?
+	# $RC of the background sim is lost with the subshell: wait gives it
+	if [ "$SRC" -ne 0 ] || [ "$CRC" -ne 0 ]; then
+		fail "$tag: server exit $SRC, client exit $CRC (want 0 and 0)"
+		return 1
+	fi
+	return 0
+}
+
+# expect FILE EXTENDED-REGEX [WHAT]: a line of FILE must match.
+expect() {
+	if ! grep -Eq -- "$2" "$1"; then
+		fail "${3:-$(basename "$1")}: no line matching /$2/"
+		return 1
+	fi
+}
+
+# expect_not FILE EXTENDED-REGEX [WHAT]: no line of FILE may match.
+expect_not() {
+	if grep -Eq -- "$2" "$1"; then
+		fail "${3:-$(basename "$1")}: unexpected line matching /$2/"
+		return 1
+	fi
+}
+
+# expect_text FILE: FILE must contain the exact lines given on stdin, in that
+# order (other lines may come between them).
+expect_text() {
+	local file=$1 want line n=0
+	want=$(cat)
+	local rest
+	rest=$(cat "$file")
+	while IFS= read -r line; do
+		n=$((n + 1))
+		[ -z "$line" ] && continue
+		# drop everything up to and including the first occurrence
+		if ! printf '%s\n' "$rest" | grep -Fxq -- "$line"; then
+			fail "$(basename "$file"): missing line $n of the expected text: '$line'"
+			return 1
+		fi
+		rest=$(printf '%s\n' "$rest" | awk -v l="$line" 'f { print } !f && $0 == l { f = 1 }')
+	done <<<"$want"
+	return 0
+}
+
+# finish: on failure prints each run's command, outputs and trace tail.
+finish() {
+	if [ "$FAILED" -eq 0 ]; then
+		echo "PASS"
+		exit 0
+	fi
+	local t
+	for t in "${SHOW[@]}"; do
+		echo "======== $t: $(cat "$W/$t.cmd" 2>/dev/null)"
+		echo "-------- stdout"
+		cat "$W/$t.out" 2>/dev/null
+		echo "-------- stderr"
+		cat "$W/$t.err" 2>/dev/null
+		if [ -s "$W/$t.trace" ]; then
+			echo "-------- emulator trace (last 25 lines of $(wc -l <"$W/$t.trace"))"
+			tail -n 25 "$W/$t.trace" | cut -c1-240
+		fi
+	done
+	echo "======== failed:"
+	printf '  %s\n' "${MSGS[@]}"
+	exit 1
+}
