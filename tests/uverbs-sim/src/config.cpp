@@ -2,6 +2,7 @@
 // environment overrides. Format in ../README.md.
 #include "sim.h"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdarg>
@@ -180,11 +181,19 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
     } else if (k == "board_id") {
         d.board_id = v;
     } else if (k == "pci") {
-        unsigned dom, bus, dev, fn;
-        char tail;
-        if (sscanf(v.c_str(), "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4)
+        // exactly DDDD:BB:DD.F in hex (it names a directory of the tree;
+        // sysfs spells it in lower case)
+        std::string a = v;
+        bool ok = a.size() == 12 && a[4] == ':' && a[7] == ':' && a[10] == '.' && a[11] >= '0' && a[11] <= '7';
+        for (size_t i = 0; ok && i < a.size(); ++i) {
+            if (i == 4 || i == 7 || i == 10)
+                continue;
+            a[i] = static_cast<char>(tolower(static_cast<unsigned char>(a[i])));
+            ok = isxdigit(static_cast<unsigned char>(a[i])) != 0;
+        }
+        if (!ok)
             return "pci must be DDDD:BB:DD.F";
-        d.pci_addr = v;
+        d.pci_addr = a;
     } else if (k == "atomics") {
         if (v != "on" && v != "off")
             return "atomics must be on or off";
@@ -304,6 +313,18 @@ void finish_config(Config& c) {
         c.devices.back().name = "mlx5_0";
         c.devices.back().ports.resize(1);
     }
+    // LIDs the file gives are taken: automatic ones go around them
+    std::vector<std::pair<unsigned, unsigned>> taken;   // first, last
+    for (const DevCfg& d : c.devices)
+        for (const PortCfg& p : d.ports)
+            if (!p.ethernet && p.lid)
+                taken.emplace_back(p.lid, p.lid + (1u << p.lmc) - 1);
+    auto lid_taken = [&](unsigned first, unsigned last) {
+        for (const auto& [a, b] : taken)
+            if (first <= b && a <= last)
+                return true;
+        return false;
+    };
     uint16_t next_lid = 1;
     for (size_t i = 0; i < c.devices.size(); ++i) {
         DevCfg& d = c.devices[i];
@@ -321,8 +342,11 @@ void finish_config(Config& c) {
         for (size_t p = 0; p < d.ports.size(); ++p) {
             PortCfg& pc = d.ports[p];
             if (!pc.ethernet) {
-                if (!pc.lid)
+                if (!pc.lid) {
+                    while (lid_taken(next_lid, next_lid + (1u << pc.lmc) - 1))
+                        ++next_lid;
                     pc.lid = next_lid;
+                }
                 next_lid = static_cast<uint16_t>(std::max<unsigned>(next_lid, pc.lid + (1u << pc.lmc)));
                 if (!pc.sm_lid)
                     pc.sm_lid = 1;

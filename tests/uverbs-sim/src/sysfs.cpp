@@ -352,10 +352,18 @@ int uverbs_index_for_path(const char* path) {
             return -1;
         name = path + root.size() + 22;
     }
-    char* end;
-    long n = strtol(name, &end, 10);
-    if (end == name || *end || n < 0 || n >= static_cast<long>(cfg().devices.size()))
+    // decimal digits only, no sign, blank or leading zero: the kernel's
+    // node names are uverbs0, uverbs1... ("uverbs+1" or "uverbs01" is no node)
+    if (name[0] < '0' || name[0] > '9' || (name[0] == '0' && name[1]))
         return -1;
+    size_t n = 0;
+    for (const char* p = name; *p; ++p) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        n = n * 10 + static_cast<size_t>(*p - '0');
+        if (n >= cfg().devices.size())
+            return -1;
+    }
     return static_cast<int>(n);
 }
 
