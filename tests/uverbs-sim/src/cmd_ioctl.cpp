@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <net/if.h>
 #include <sys/ioctl.h>
 
@@ -566,17 +567,38 @@ constexpr WriteCmd kWriteCmds[] = {
     {IB_USER_VERBS_CMD_DESTROY_SRQ, sizeof(ib_uverbs_destroy_srq), sizeof(ib_uverbs_destroy_srq_resp)},
 };
 
+// Extended commands: the kernel's minimum request (up to the last field it
+// requires) and response (up to response_length).
+constexpr WriteCmd kWriteExCmds[] = {
+    {IB_USER_VERBS_EX_CMD_QUERY_DEVICE, sizeof(ib_uverbs_ex_query_device),
+     offsetof(ib_uverbs_ex_query_device_resp, response_length) + 4},
+    {IB_USER_VERBS_EX_CMD_CREATE_CQ, offsetof(ib_uverbs_ex_create_cq, flags) + 4,
+     offsetof(ib_uverbs_ex_create_cq_resp, response_length) + 4},
+    {IB_USER_VERBS_EX_CMD_CREATE_QP, offsetof(ib_uverbs_ex_create_qp, comp_mask) + 4,
+     offsetof(ib_uverbs_ex_create_qp_resp, response_length) + 4},
+    {IB_USER_VERBS_EX_CMD_MODIFY_QP, sizeof(ib_uverbs_modify_qp),
+     offsetof(ib_uverbs_ex_modify_qp_resp, response_length) + 4},
+};
+
+template <size_t N>
+const WriteCmd* find_cmd(const WriteCmd (&t)[N], uint32_t op) {
+    for (const WriteCmd& x : t)
+        if (x.cmd == op)
+            return &x;
+    return nullptr;
+}
+
+size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
 int m_invoke_write(Bundle& b) {
     uint64_t cmd;
     if (int e = b.get_const(UVERBS_ATTR_WRITE_CMD, cmd, 0xffffffffull))
         return e;
     if (cmd & ~uint64_t(IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_CMD_COMMAND_MASK))
         return -EINVAL;
-    const WriteCmd* w = nullptr;
-    if (!(cmd & IB_USER_VERBS_CMD_FLAG_EXTENDED))
-        for (const WriteCmd& x : kWriteCmds)
-            if (x.cmd == cmd)
-                w = &x;
+    const bool ex = cmd & IB_USER_VERBS_CMD_FLAG_EXTENDED;
+    const uint32_t op = static_cast<uint32_t>(cmd & IB_USER_VERBS_CMD_COMMAND_MASK);
+    const WriteCmd* w = ex ? find_cmd(kWriteExCmds, op) : find_cmd(kWriteCmds, op);
     if (!w)
         return -EOPNOTSUPP;   // not a write command this device implements
     const Attr* core_in = b.get(UVERBS_ATTR_CORE_IN);
@@ -585,35 +607,61 @@ int m_invoke_write(Bundle& b) {
     const size_t out_len = core_out ? core_out->u.len : 0;
     if (in_len < w->req || out_len < w->resp)
         return -ENOSPC;
-    // Staging: header, core request, driver request (padded to words);
-    // the response buffer holds the core response then the driver's.
     const std::vector<uint8_t> drv_in = b.uhw_in();
     const size_t drv_out = b.uhw_out_len();
-    std::vector<uint8_t> resp((w->resp + drv_out + 3) & ~size_t(3), 0);
-    std::vector<uint8_t> req(sizeof(ib_uverbs_cmd_hdr) + ((in_len + drv_in.size() + 3) & ~size_t(3)), 0);
-    if (req.size() / 4 > 0xffff || resp.size() / 4 > 0xffff)
-        return -EINVAL;
     ib_uverbs_cmd_hdr h{};
     h.command = static_cast<uint32_t>(cmd);
-    h.in_words = static_cast<uint16_t>(req.size() / 4);
-    h.out_words = static_cast<uint16_t>(resp.size() / 4);
-    memcpy(req.data(), &h, sizeof h);
-    memcpy(req.data() + sizeof h, core_in->in.data(), in_len);
-    if (!drv_in.empty())
-        memcpy(req.data() + sizeof h + in_len, drv_in.data(), drv_in.size());
-    if (w->resp) {
-        // the response address sits first in every request that has one
-        const uint64_t ra = reinterpret_cast<uint64_t>(resp.data());
-        memcpy(req.data() + sizeof h, &ra, sizeof ra);
+    std::vector<uint8_t> req, resp;
+    size_t core_resp;   // where the driver's response starts in resp
+    if (!ex) {
+        // legacy framing: header, core request, driver request, in 4-byte
+        // words; the response address first in the core request; the
+        // driver's response right after the core response
+        core_resp = w->resp;
+        resp.assign(round_up(core_resp + drv_out, 4), 0);
+        req.assign(sizeof h + round_up(in_len + drv_in.size(), 4), 0);
+        if (req.size() / 4 > 0xffff || resp.size() / 4 > 0xffff)
+            return -EINVAL;
+        h.in_words = static_cast<uint16_t>(req.size() / 4);
+        h.out_words = static_cast<uint16_t>(resp.size() / 4);
+        memcpy(req.data(), &h, sizeof h);
+        memcpy(req.data() + sizeof h, core_in->in.data(), in_len);
+        if (!drv_in.empty())
+            memcpy(req.data() + sizeof h + in_len, drv_in.data(), drv_in.size());
+        if (w->resp) {
+            const uint64_t ra = reinterpret_cast<uint64_t>(resp.data());
+            memcpy(req.data() + sizeof h, &ra, sizeof ra);
+        }
+    } else {
+        // extended framing: both headers, then core and driver requests in
+        // 8-byte words; the core response (whole CORE_OUT) then the driver's
+        ib_uverbs_ex_cmd_hdr xh{};
+        const size_t in8 = round_up(in_len, 8), din8 = round_up(drv_in.size(), 8);
+        core_resp = round_up(out_len, 8);
+        const size_t dout8 = round_up(drv_out, 8);
+        if (in8 / 8 > 0xffff || din8 / 8 > 0xffff || core_resp / 8 > 0xffff || dout8 / 8 > 0xffff)
+            return -EINVAL;
+        resp.assign(core_resp + dout8, 0);
+        req.assign(sizeof h + sizeof xh + in8 + din8, 0);
+        h.in_words = static_cast<uint16_t>(in8 / 8);
+        h.out_words = static_cast<uint16_t>(core_resp / 8);
+        xh.response = reinterpret_cast<uint64_t>(resp.data());
+        xh.provider_in_words = static_cast<uint16_t>(din8 / 8);
+        xh.provider_out_words = static_cast<uint16_t>(dout8 / 8);
+        memcpy(req.data(), &h, sizeof h);
+        memcpy(req.data() + sizeof h, &xh, sizeof xh);
+        memcpy(req.data() + sizeof h + sizeof xh, core_in->in.data(), in_len);
+        if (!drv_in.empty())
+            memcpy(req.data() + sizeof h + sizeof xh + in8, drv_in.data(), drv_in.size());
     }
     const ssize_t r = uverbs_write(b.c, req.data(), req.size());
     if (r < 0)
         return static_cast<int>(r);
     if (core_out)
-        if (int e = b.copy_to_struct_or_zero(UVERBS_ATTR_CORE_OUT, resp.data(), w->resp))
+        if (int e = b.copy_to_struct_or_zero(UVERBS_ATTR_CORE_OUT, resp.data(), ex ? out_len : w->resp))
             return e;
     if (drv_out)
-        return b.uhw_out(resp.data() + w->resp, drv_out);
+        return b.uhw_out(resp.data() + core_resp, drv_out);
     return 0;
 }
 
@@ -1036,14 +1084,32 @@ int uverbs_ioctl(Context& c, unsigned long request, void* arg) {
     default:
         return -ENOTTY;
     }
-    ib_uverbs_ioctl_hdr hdr{};
-    const bool have_hdr = app_read(&hdr, reinterpret_cast<uint64_t>(arg), sizeof hdr);
     const int r = run(c, reinterpret_cast<uint64_t>(arg));
-    if (have_hdr)
-        UVSIM_TRACE("ioctl object 0x%x method 0x%x attrs %u driver %u -> %d", hdr.object_id, hdr.method_id,
-                    hdr.num_attrs, hdr.driver_id, r);
-    else
-        UVSIM_TRACE("ioctl (unreadable header) -> %d", r);
+    if (g_trace_on) {
+        // object, method and the attribute ids (with the command number of
+        // INVOKE_WRITE, the one inline constant worth seeing)
+        ib_uverbs_ioctl_hdr hdr{};
+        const uint64_t a = reinterpret_cast<uint64_t>(arg);
+        if (!app_read(&hdr, a, sizeof hdr)) {
+            UVSIM_TRACE("ioctl (unreadable header) -> %d", r);
+            return r;
+        }
+        std::string ids;
+        const size_t n = std::min<size_t>(hdr.num_attrs, 24);
+        std::vector<ib_uverbs_attr> ua(n);
+        if (n && app_read(ua.data(), a + sizeof hdr, n * sizeof ua[0]))
+            for (const ib_uverbs_attr& x : ua) {
+                char b[48];
+                if (hdr.object_id == UVERBS_OBJECT_DEVICE && hdr.method_id == UVERBS_METHOD_INVOKE_WRITE &&
+                    x.attr_id == UVERBS_ATTR_WRITE_CMD)
+                    snprintf(b, sizeof b, " cmd=0x%llx", static_cast<unsigned long long>(x.data));
+                else
+                    snprintf(b, sizeof b, " %x%s", x.attr_id, (x.flags & UVERBS_ATTR_F_MANDATORY) ? "!" : "");
+                ids += b;
+            }
+        UVSIM_TRACE("ioctl object 0x%x method 0x%x driver %u attrs [%s ] -> %d", hdr.object_id, hdr.method_id,
+                    hdr.driver_id, ids.c_str(), r);
+    }
     return r;
 }
 

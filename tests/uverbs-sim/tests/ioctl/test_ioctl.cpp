@@ -799,6 +799,41 @@ TEST_F(Ioctl, InvokeWrite) {
     set_app_arena(Arena::a(ar.p), Arena::kLen);
 }
 
+TEST_F(Ioctl, InvokeWriteExtended) {
+    File f(0);
+    // libibverbs probes for the method before it has a context: the
+    // missing core buffers are ENOSPC, not "no such method"
+    Req probe(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+    probe.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_QUERY_DEVICE);
+    EXPECT_EQ(probe.run(f), -ENOSPC);
+    open_ctx(f);
+    set_app_arena(0, 0);
+    auto* in = ar.alloc<ib_uverbs_ex_query_device>(sizeof(ib_uverbs_ex_query_device));
+    auto* out = ar.alloc<ib_uverbs_ex_query_device_resp>(sizeof(ib_uverbs_ex_query_device_resp));
+    auto* drv = ar.alloc<mlx5_ib_query_device_resp>(sizeof(mlx5_ib_query_device_resp));
+    Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+    r.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE);
+    r.in(UVERBS_ATTR_CORE_IN, in, sizeof *in);
+    auto& o = r.out(UVERBS_ATTR_CORE_OUT, out, sizeof *out);
+    r.out(UVERBS_ATTR_UHW_OUT, drv, sizeof *drv);
+    ASSERT_EQ(r.run(f), 0);
+    EXPECT_TRUE(r.valid(o));
+    ib_uverbs_ex_query_device_resp want;
+    fill_query_device_ex(*f.c->dev, want);
+    EXPECT_EQ(out->response_length, sizeof *out);
+    EXPECT_EQ(out->base.vendor_part_id, want.base.vendor_part_id);
+    EXPECT_EQ(out->hca_core_clock, want.hca_core_clock);
+    EXPECT_EQ(out->timestamp_mask, want.timestamp_mask);
+    EXPECT_EQ(drv->response_length, sizeof *drv);
+    // a response shorter than the kernel's minimum
+    Req s(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
+    s.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE);
+    s.in(UVERBS_ATTR_CORE_IN, in, sizeof *in);
+    s.out(UVERBS_ATTR_CORE_OUT, out, sizeof(ib_uverbs_query_device_resp));
+    EXPECT_EQ(s.run(f), -ENOSPC);
+    set_app_arena(Arena::a(ar.p), Arena::kLen);
+}
+
 TEST_F(Ioctl, CqCreateDestroy) {
     File f(0);
     open_ctx(f);
