@@ -1,0 +1,742 @@
+// The write-ABI decoder (cmd_write.cpp) and the object rules behind it
+// (verbs.cpp): framing, errnos, each command's good path and checks.
+#include "write_fixture.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace uvsim_test;
+
+UVSIM_TEST_ENV("write", uvsim_test::kTwoDevices)
+
+namespace {
+
+class Write : public WriteTest {};
+class WriteRoce : public WriteTest {
+    int dev_index() const override { return 1; }
+};
+
+constexpr uint32_t kRW = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+}  // namespace
+
+// ------------------------------------------------------------------ framing
+
+TEST_F(Write, ShorterThanTheHeader) {
+    context();
+    for (size_t len : {0, 1, 4, 7})
+        EXPECT_EQ(file_->write(P(kCmd), len), -EINVAL) << len;
+}
+
+TEST_F(Write, InWordsMustMatchTheLength) {
+    context();
+    Bytes b = alloc_pd(A(kResp));
+    Bytes more = b;
+    reinterpret_cast<ib_uverbs_cmd_hdr*>(more.data())->in_words += 1;
+    EXPECT_EQ(run(more), -EINVAL);
+    Bytes less = b;
+    reinterpret_cast<ib_uverbs_cmd_hdr*>(less.data())->in_words -= 1;
+    EXPECT_EQ(run(less), -EINVAL);
+    Bytes odd = b;
+    odd.push_back(0);   // 4-byte words only
+    EXPECT_EQ(run(odd), -EINVAL);
+    EXPECT_EQ(run(b), static_cast<ssize_t>(b.size()));
+}
+
+TEST_F(Write, CoreStructTooShort) {
+    context();
+    // DEALLOC_PD needs its 4-byte core; a header alone is too short
+    ib_uverbs_cmd_hdr h{IB_USER_VERBS_CMD_DEALLOC_PD, 2, 0};
+    Bytes b;
+    append(b, &h, sizeof h);
+    EXPECT_EQ(run(b), -EINVAL);
+}
+
+TEST_F(Write, ReservedCommandBits) {
+    context();
+    Bytes b = alloc_pd(A(kResp));
+    reinterpret_cast<ib_uverbs_cmd_hdr*>(b.data())->command |= 0x100;
+    EXPECT_EQ(run(b), -EINVAL);
+    b = alloc_pd(A(kResp));
+    reinterpret_cast<ib_uverbs_cmd_hdr*>(b.data())->command |= 0x40000000;
+    EXPECT_EQ(run(b), -EINVAL);
+}
+
+TEST_F(Write, UnknownCommands) {
+    context();
+    // OPEN_XRCD (0x25), CREATE_XSRQ, a number past the table
+    for (uint32_t op : {uint32_t(IB_USER_VERBS_CMD_OPEN_XRCD), uint32_t(IB_USER_VERBS_CMD_CREATE_XSRQ), 0x7fu}) {
+        ib_uverbs_cmd_hdr h{op, 4, 0};
+        Bytes b;
+        append(b, &h, sizeof h);
+        b.resize(16);
+        EXPECT_EQ(run(b), -EOPNOTSUPP) << op;
+    }
+    // extended: CREATE_FLOW and a number no kernel has
+    for (uint32_t op : {uint32_t(IB_USER_VERBS_EX_CMD_CREATE_FLOW), 0x70u}) {
+        uint64_t core[2] = {};
+        EXPECT_EQ(run(ex_cmd(op, core, sizeof core, A(kResp), 16, nullptr, 0, 0)), -EOPNOTSUPP) << op;
+    }
+}
+
+TEST_F(Write, NothingBeforeGetContext) {
+    EXPECT_EQ(run(alloc_pd(A(kResp))), -EINVAL);
+    EXPECT_EQ(run(query_device(A(kResp))), -EINVAL);
+    EXPECT_EQ(run(ex_query_device(A(kResp))), -EINVAL);
+    ib_uverbs_cmd_hdr h{0x7f, 2, 0};
+    Bytes b;
+    append(b, &h, sizeof h);
+    EXPECT_EQ(run(b), -EINVAL);
+    context();
+    EXPECT_GT(run(alloc_pd(A(kResp))), 0);
+}
+
+TEST_F(Write, ExtendedHeader) {
+    context();
+    const Bytes good = ex_query_device(A(kResp));
+    EXPECT_EQ(run(good), static_cast<ssize_t>(good.size()));
+    // shorter than both headers
+    Bytes b(good.begin(), good.begin() + 16);
+    EXPECT_EQ(run(b), -EINVAL);
+    // reserved word of the extended header
+    b = good;
+    reinterpret_cast<ib_uverbs_ex_cmd_hdr*>(b.data() + 8)->cmd_hdr_reserved = 1;
+    EXPECT_EQ(run(b), -EINVAL);
+    // in_words (8-byte words) that disagree with the length
+    b = good;
+    reinterpret_cast<ib_uverbs_cmd_hdr*>(b.data())->in_words += 1;
+    EXPECT_EQ(run(b), -EINVAL);
+    b = good;
+    reinterpret_cast<ib_uverbs_ex_cmd_hdr*>(b.data() + 8)->provider_in_words = 1;
+    EXPECT_EQ(run(b), -EINVAL);
+    // a response wanted but no address for it
+    b = good;
+    reinterpret_cast<ib_uverbs_ex_cmd_hdr*>(b.data() + 8)->response = 0;
+    EXPECT_EQ(run(b), -EFAULT);
+    // ex QUERY_DEVICE: comp_mask and reserved must be 0
+    ib_uverbs_ex_query_device q{};
+    q.comp_mask = 1;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &q, sizeof q, A(kResp),
+                         sizeof(ib_uverbs_ex_query_device_resp), nullptr, 0, 0)),
+              -EINVAL);
+}
+
+TEST_F(Write, ResponseBufferTooSmall) {
+    context();
+    ib_uverbs_alloc_pd q{};
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_ALLOC_PD, q, A(kResp), 0)), -ENOSPC);
+    ib_uverbs_query_device qd{};
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_QUERY_DEVICE, qd, A(kResp), sizeof(ib_uverbs_query_device_resp) - 4)),
+              -ENOSPC);
+    ib_uverbs_ex_query_device xq{};
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_QUERY_DEVICE, &xq, sizeof xq, A(kResp), 8, nullptr, 0, 0)), -ENOSPC);
+    const uint32_t p = pd(), c = cq();
+    QpSpec s;
+    s.pd = p;
+    s.scq = s.rcq = c;
+    Bytes b = create_qp(A(kResp), s, qp_drv(A(buf(0x2000)), A(db()), 16, 16, 6));
+    reinterpret_cast<ib_uverbs_cmd_hdr*>(b.data())->out_words = 2;
+    EXPECT_EQ(run(b), -ENOSPC);
+}
+
+TEST_F(Write, CommandOutsideTheArena) {
+    context();
+    // the command itself in memory the application does not own
+    Bytes b = alloc_pd(A(kResp));
+    EXPECT_EQ(file_->write(b.data(), b.size()), -EFAULT);
+}
+
+TEST_F(Write, ResponseOutsideTheArena) {
+    context();
+    uint8_t outside[64];
+    memset(outside, 0xa5, sizeof outside);
+    EXPECT_EQ(run(alloc_pd(reinterpret_cast<uint64_t>(outside))), -EFAULT);
+    EXPECT_EQ(run(query_device(reinterpret_cast<uint64_t>(outside))), -EFAULT);
+    EXPECT_EQ(run(alloc_pd(A(kArenaLen - 4))), -EFAULT);   // straddles the end
+    EXPECT_EQ(run(alloc_pd(0)), -EFAULT);
+    for (uint8_t c : outside)
+        ASSERT_EQ(c, 0xa5) << "the emulator wrote outside the arena";
+    // the PD of the failed ALLOC_PD is not left behind: the next one is handle 0
+    EXPECT_EQ(pd(), 0u);
+}
+
+TEST_F(Write, BadFileIsEbadf) {
+    context();
+    uvsim::fd_mark(file_->fd(), uvsim::FdKind::None);
+    EXPECT_EQ(run(alloc_pd(A(kResp))), -EBADF);
+    uvsim::fd_mark(file_->fd(), uvsim::FdKind::Uverbs);
+}
+
+TEST_F(Write, FatalDeviceOnlyCleansUp) {
+    context();
+    const uint32_t p = pd();
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        file_->ctx().dev->fatal = true;
+    }
+    EXPECT_EQ(run(alloc_pd(A(kResp))), -EIO);
+    EXPECT_EQ(run(query_device(A(kResp))), -EIO);
+    EXPECT_EQ(run(dealloc_pd(p)), static_cast<ssize_t>(dealloc_pd(p).size()));
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    file_->ctx().dev->fatal = false;
+}
+
+// -------------------------------------------------------------- GET_CONTEXT
+
+TEST_F(Write, GetContextRequestSizes) {
+    // v1 (8 bytes), up to comp_mask (16), up to reserved2 (24), the whole
+    // v2 (32) and a longer one with zero trailing bytes (40)
+    for (size_t len : {8, 16, 24, 32, 40}) {
+        file_ = std::make_unique<File>(0);
+        memset(P(kResp), 0xee, 512);
+        ASSERT_EQ(run(get_context(A(kResp), len)), static_cast<ssize_t>(get_context(A(kResp), len).size())) << len;
+        auto r = resp<ib_uverbs_get_context_resp>();
+        EXPECT_EQ(r.num_comp_vectors, 1u);
+        EXPECT_GE(fcntl(static_cast<int>(r.async_fd), F_GETFD), 0) << "async fd " << r.async_fd;
+        EXPECT_TRUE(fcntl(static_cast<int>(r.async_fd), F_GETFD) & FD_CLOEXEC);
+        auto d = resp<mlx5_ib_alloc_ucontext_resp>(kResp + sizeof r);
+        EXPECT_EQ(d.tot_bfregs, 4u);
+        EXPECT_EQ(d.bf_reg_size, 512u);
+        EXPECT_EQ(d.cache_line_size, 64u);
+        EXPECT_EQ(d.num_ports, 2u);
+        EXPECT_EQ(d.log_uar_size, 12u);
+        EXPECT_EQ(d.num_uars_per_page, 1u);
+        EXPECT_EQ(d.response_length, sizeof d);
+        // max_cqe_version sits at byte 16: shorter requests get version 0
+        EXPECT_EQ(d.cqe_version, len > 16 ? 1 : 0) << len;
+    }
+}
+
+TEST_F(Write, GetContextErrors) {
+    EXPECT_EQ(run(get_context(A(kResp), 4)), -EINVAL);   // not even v1
+    EXPECT_EQ(run(get_context(A(kResp), 0)), -EINVAL);
+    EXPECT_EQ(run(get_context(A(kResp), 32, MLX5_IB_ALLOC_UCTX_DEVX)), -EOPNOTSUPP);
+    EXPECT_EQ(run(get_context(A(kResp), 32, 1u << 7)), -EINVAL);   // unknown flag
+    EXPECT_EQ(run(get_context(A(kResp), 32, 0, 2000)), -ENOMEM);   // too many bfregs
+    Bytes b = get_context(A(kResp), 40);
+    b.back() = 1;   // a non-zero byte the emulator does not know
+    EXPECT_EQ(run(b), -EOPNOTSUPP);
+    b = get_context(A(kResp), 32);
+    reinterpret_cast<mlx5_ib_alloc_ucontext_req_v2*>(b.data() + 8 + sizeof(ib_uverbs_get_context))
+        ->num_low_latency_bfregs = 4;   // all of them
+    EXPECT_EQ(run(b), -EINVAL);
+    b = get_context(A(kResp), 32);
+    reinterpret_cast<mlx5_ib_alloc_ucontext_req_v2*>(b.data() + 8 + sizeof(ib_uverbs_get_context))->comp_mask = 1;
+    EXPECT_EQ(run(b), -EOPNOTSUPP);
+    // none of these made a context
+    EXPECT_EQ(run(alloc_pd(A(kResp))), -EINVAL);
+    context();
+    EXPECT_EQ(run(get_context(A(kResp))), -EINVAL);   // one per file
+}
+
+TEST_F(Write, GetContextCoreResponseOnly) {
+    ib_uverbs_get_context q{};
+    uint8_t drv[32] = {};
+    ASSERT_GT(run(legacy(IB_USER_VERBS_CMD_GET_CONTEXT, q, A(kResp), sizeof(ib_uverbs_get_context_resp), drv,
+                         sizeof drv)),
+              0);
+    EXPECT_EQ(resp<ib_uverbs_get_context_resp>().num_comp_vectors, 1u);
+    EXPECT_EQ(*P(kResp + sizeof(ib_uverbs_get_context_resp)), 0) << "wrote past the response";
+}
+
+// ------------------------------------------------------------- queries
+
+TEST_F(Write, QueryDeviceAndPort) {
+    context();
+    ok(query_device(A(kResp)));
+    auto d = resp<ib_uverbs_query_device_resp>();
+    EXPECT_EQ(d.vendor_part_id, 4123u);
+    EXPECT_EQ(d.vendor_id, 0x02c9u);
+    EXPECT_EQ(d.phys_port_cnt, 2);
+    EXPECT_EQ(be64toh(d.node_guid), 0xb8cef60300a0b000ull);
+    ok(ex_query_device(A(kResp)));
+    auto x = resp<ib_uverbs_ex_query_device_resp>();
+    EXPECT_EQ(x.base.vendor_part_id, 4123u);
+    EXPECT_EQ(x.response_length, sizeof x);
+    ok(query_port(A(kResp), 1));
+    auto p1 = resp<ib_uverbs_query_port_resp>();
+    EXPECT_EQ(p1.lid, 1);
+    EXPECT_EQ(p1.state, IBV_PORT_ACTIVE);
+    EXPECT_EQ(p1.link_layer, IBV_LINK_LAYER_INFINIBAND);
+    ok(query_port(A(kResp), 2));
+    EXPECT_EQ(resp<ib_uverbs_query_port_resp>().lid, 0x20);
+    EXPECT_EQ(run(query_port(A(kResp), 0)), -EINVAL);
+    EXPECT_EQ(run(query_port(A(kResp), 3)), -EINVAL);
+    EXPECT_EQ(run(query_port(A(kResp), 255)), -EINVAL);
+}
+
+TEST_F(WriteRoce, QueryPortEthernet) {
+    context();
+    ok(query_port(A(kResp), 1));
+    auto p = resp<ib_uverbs_query_port_resp>();
+    EXPECT_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET);
+    EXPECT_EQ(p.lid, 0);
+}
+
+// ------------------------------------------------------------------ PD, MR
+
+TEST_F(Write, PdLifeCycle) {
+    context();
+    ok(alloc_pd(A(kResp)));
+    auto r = resp<ib_uverbs_alloc_pd_resp>();
+    EXPECT_EQ(r.pd_handle, 0u);
+    auto d = resp<mlx5_ib_alloc_pd_resp>(kResp + sizeof r);
+    EXPECT_NE(d.pdn, 0u);
+    EXPECT_EQ(pd(), 1u);
+    ok(dealloc_pd(0));
+    EXPECT_EQ(run(dealloc_pd(0)), -EINVAL);   // already gone
+    EXPECT_EQ(run(dealloc_pd(7)), -EINVAL);   // never was
+    EXPECT_EQ(pd(), 0u);                       // lowest free handle again
+}
+
+TEST_F(Write, RegMr) {
+    context();
+    const uint32_t p = pd();
+    const size_t m = buf(0x4000);
+    ok(reg_mr(A(kResp), p, A(m), 0x4000, kRW));
+    auto r = resp<ib_uverbs_reg_mr_resp>();
+    EXPECT_EQ(r.lkey, r.rkey);
+    EXPECT_NE(r.lkey, 0u);
+    // a second one has another key
+    ok(reg_mr(A(kResp), p, A(m + 0x100), 0x100, IBV_ACCESS_LOCAL_WRITE, 0x1234100));
+    EXPECT_NE(resp<ib_uverbs_reg_mr_resp>().lkey, r.lkey);
+    ok(dereg_mr(r.mr_handle));
+    EXPECT_EQ(run(dereg_mr(r.mr_handle)), -EINVAL);
+}
+
+TEST_F(Write, RegMrChecks) {
+    context();
+    const uint32_t p = pd();
+    const size_t m = buf(0x4000);
+    // remote write / atomic without local write
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_REMOTE_WRITE)), -EINVAL);
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_REMOTE_ATOMIC)), -EINVAL);
+    // unknown access bits, on-demand paging
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, 1u << 30)), -EINVAL);
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE)), -EINVAL);
+    // length 0, a range that wraps, offsets in the page that differ
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0, 0)), -EINVAL);
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), ~0ull - 0x10, 0)), -EINVAL);
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x100, 0, 0x10008)), -EINVAL);
+    // PD handles that are not PDs
+    EXPECT_EQ(run(reg_mr(A(kResp), 9, A(m), 0x1000, 0)), -EINVAL);
+    const uint32_t c = cq();
+    EXPECT_EQ(run(reg_mr(A(kResp), c, A(m), 0x1000, 0)), -EINVAL);
+    // memory the application does not have
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(kArenaLen - 0x1000), 0x2000, 0)), -EFAULT);
+    uint8_t local[64];
+    EXPECT_EQ(run(reg_mr(A(kResp), p, reinterpret_cast<uint64_t>(local), sizeof local, 0,
+                         reinterpret_cast<uint64_t>(local))),
+              -EFAULT);
+    // a response it cannot write: no MR stays behind
+    EXPECT_EQ(run(reg_mr(A(kArenaLen), p, A(m), 0x1000, 0)), -EFAULT);
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    EXPECT_TRUE(uvsim::sim().mrs_by_lkey.empty());
+}
+
+// ---------------------------------------------------------------------- CQ
+
+TEST_F(Write, CreateCqSizes) {
+    context();
+    const std::pair<uint32_t, uint32_t> sizes[] = {{1, 1}, {15, 15}, {16, 31}, {100, 127}, {1023, 1023}};
+    for (auto [asked, got] : sizes) {
+        ok(create_cq(A(kResp), asked, cq_drv(A(buf(64 * 2048)), A(db()))));
+        auto r = resp<ib_uverbs_create_cq_resp>();
+        EXPECT_EQ(r.cqe, got) << asked;
+        auto d = resp<mlx5_ib_create_cq_resp>(kResp + sizeof r);
+        EXPECT_NE(d.cqn, 0u);
+    }
+    // 128-byte CQEs
+    ok(create_cq(A(kResp), 15, cq_drv(A(buf(128 * 16)), A(db()), 128)));
+    // the extended command with its flags
+    ok(ex_create_cq(A(kResp), 15, cq_drv(A(buf(64 * 16)), A(db())), IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN));
+    auto x = resp<ib_uverbs_ex_create_cq_resp>();
+    EXPECT_EQ(x.base.cqe, 15u);
+    EXPECT_EQ(x.response_length, sizeof x);
+}
+
+TEST_F(Write, CreateCqChecks) {
+    context();
+    const uint64_t b = A(buf(64 * 1024)), d = A(db());
+    EXPECT_EQ(run(create_cq(A(kResp), 0, cq_drv(b, d))), -EINVAL);
+    EXPECT_EQ(run(create_cq(A(kResp), (1u << 22), cq_drv(b, d))), -EINVAL);   // > max_cqe
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 32))), -EINVAL);       // cqe_size
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 0))), -EINVAL);
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d + 4))), -EINVAL);       // unaligned record
+    auto comp = cq_drv(b, d);
+    comp.cqe_comp_en = 1;
+    EXPECT_EQ(run(create_cq(A(kResp), 15, comp)), -EOPNOTSUPP);
+    auto flags = cq_drv(b, d);
+    flags.flags = 0x80;
+    EXPECT_EQ(run(create_cq(A(kResp), 15, flags)), -EOPNOTSUPP);
+    // the ring or the record outside application memory
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(A(kArenaLen - 512), d))), -EFAULT);
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, A(kArenaLen)))), -EFAULT);
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(0, d))), -EFAULT);
+    // a completion vector that does not exist, a channel fd that is none
+    ib_uverbs_create_cq q{};
+    q.cqe = 15;
+    q.comp_vector = 1;
+    q.comp_channel = -1;
+    auto drv = cq_drv(b, d);
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_CQ, q, A(kResp), 32, &drv, sizeof drv)), -EINVAL);
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d), 0)), -EINVAL);     // fd 0 is no channel
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d), 9999)), -EINVAL);
+    // without the mlx5 driver data
+    q.comp_vector = 0;
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_CQ, q, A(kResp), 32)), -EINVAL);
+    // extended: comp_mask, unknown flags
+    ib_uverbs_ex_create_cq xq{};
+    xq.cqe = 15;
+    xq.comp_channel = -1;
+    xq.comp_mask = 1;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_CQ, &xq, sizeof xq, A(kResp), 32, &drv, sizeof drv, 8)),
+              -EINVAL);
+    EXPECT_EQ(run(ex_create_cq(A(kResp), 15, drv, 1u << 5)), -EINVAL);
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    EXPECT_TRUE(uvsim::sim().cqs.empty());
+}
+
+TEST_F(Write, CqWithCompletionChannel) {
+    context();
+    ok(create_comp_channel(A(kResp)));
+    const int fd = static_cast<int>(resp<ib_uverbs_create_comp_channel_resp>().fd);
+    EXPECT_GE(fcntl(fd, F_GETFD), 0);
+    ok(create_cq(A(kResp), 15, cq_drv(A(buf(1024)), A(db())), fd));
+    const uint32_t h = resp<ib_uverbs_create_cq_resp>().cq_handle;
+    ok(destroy_cq(A(kResp), h));
+    auto r = resp<ib_uverbs_destroy_cq_resp>();
+    EXPECT_EQ(r.comp_events_reported, 0u);
+    EXPECT_EQ(r.async_events_reported, 0u);
+    EXPECT_EQ(run(destroy_cq(A(kResp), h)), -EINVAL);
+}
+
+// ---------------------------------------------------------------------- QP
+
+TEST_F(Write, CreateQpEachType) {
+    context();
+    const uint32_t p = pd(), c = cq();
+    for (uint8_t t : {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD}) {
+        QpSpec s;
+        s.pd = p;
+        s.scq = s.rcq = c;
+        s.type = t;
+        s.send_wr = 16;
+        s.recv_wr = 8;
+        s.send_sge = 2;
+        s.recv_sge = 3;
+        s.inline_data = 64;
+        ok(create_qp(A(kResp), s, qp_drv(A(buf(0x2000)), A(db()), 32, 8, 6)));
+        auto r = resp<ib_uverbs_create_qp_resp>();
+        EXPECT_NE(r.qpn & 0xffff, 0u);
+        EXPECT_EQ(r.max_send_wr, 16u);
+        EXPECT_EQ(r.max_recv_wr, 8u);
+        EXPECT_EQ(r.max_send_sge, 2u);
+        EXPECT_EQ(r.max_recv_sge, 3u);
+        EXPECT_EQ(r.max_inline_data, 64u);
+        auto d = resp<mlx5_ib_create_qp_resp>(kResp + sizeof r);
+        EXPECT_EQ(d.bfreg_index, 1u);
+        auto q = query(r.qp_handle);
+        EXPECT_EQ(q.qp_state, IBV_QPS_RESET);
+        EXPECT_EQ(q.max_send_wr, 16u);
+    }
+    // extended
+    QpSpec s;
+    s.pd = p;
+    s.scq = s.rcq = c;
+    ok(ex_create_qp(A(kResp), s, qp_drv(A(buf(0x2000)), A(db()), 16, 16, 4)));
+    auto x = resp<ib_uverbs_ex_create_qp_resp>();
+    EXPECT_EQ(x.response_length, sizeof x);
+    EXPECT_NE(x.base.qpn, 0u);
+}
+
+TEST_F(Write, CreateQpChecks) {
+    context();
+    const uint32_t p = pd(), c = cq();
+    QpSpec s;
+    s.pd = p;
+    s.scq = s.rcq = c;
+    const uint64_t b = A(buf(0x8000)), d = A(db());
+    auto bad = [&](const QpSpec& spec, const mlx5_ib_create_qp& drv) { return run(create_qp(A(kResp), spec, drv)); };
+    // handles
+    QpSpec t = s;
+    t.pd = c;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
+    t = s;
+    t.scq = p;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
+    t = s;
+    t.rcq = 77;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
+    t = s;
+    t.has_srq = true;
+    t.srq = 77;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 0)), -EINVAL);
+    // types the model does not have
+    for (uint8_t type : {uint8_t(IBV_QPT_XRC_SEND), uint8_t(IBV_QPT_XRC_RECV), uint8_t(IBV_QPT_RAW_PACKET),
+                         uint8_t(IBV_QPT_DRIVER), uint8_t(0), uint8_t(200)}) {
+        t = s;
+        t.type = type;
+        EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EOPNOTSUPP) << int(type);
+    }
+    // capabilities beyond the device
+    t = s;
+    t.send_wr = 1u << 16;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
+    t = s;
+    t.send_sge = 31;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
+    t = s;
+    t.inline_data = 513;
+    EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
+    // rings: powers of two, a sane RQ stride, something to hold
+    EXPECT_EQ(bad(s, qp_drv(b, d, 24, 16)), -EINVAL);
+    EXPECT_EQ(bad(s, qp_drv(b, d, 16, 12)), -EINVAL);
+    EXPECT_EQ(bad(s, qp_drv(b, d, 16, 16, 3)), -EINVAL);
+    EXPECT_EQ(bad(s, qp_drv(b, d, 16, 16, 13)), -EINVAL);
+    EXPECT_EQ(bad(s, qp_drv(b, d, 0, 0)), -EINVAL);
+    EXPECT_EQ(bad(s, qp_drv(b, d, 1u << 16, 16)), -EINVAL);
+    // buffers outside application memory, an unaligned record
+    EXPECT_EQ(bad(s, qp_drv(A(kArenaLen - 0x400), d, 16, 16)), -EFAULT);
+    EXPECT_EQ(bad(s, qp_drv(b, A(kArenaLen - 4), 16, 16)), -EFAULT);
+    EXPECT_EQ(bad(s, qp_drv(0, d, 16, 16)), -EFAULT);
+    EXPECT_EQ(bad(s, qp_drv(b, d + 2, 16, 16)), -EINVAL);
+    // mlx5 flags: unknown ones, a bfreg index past the context's
+    auto f = qp_drv(b, d, 16, 16);
+    f.flags = 1u << 20;
+    EXPECT_EQ(bad(s, f), -EOPNOTSUPP);
+    f = qp_drv(b, d, 16, 16);
+    f.flags = MLX5_QP_FLAG_BFREG_INDEX;
+    f.bfreg_index = 4;
+    EXPECT_EQ(bad(s, f), -EINVAL);
+    f.bfreg_index = 3;
+    EXPECT_GT(bad(s, f), 0);
+    EXPECT_EQ(resp<mlx5_ib_create_qp_resp>(kResp + sizeof(ib_uverbs_create_qp_resp)).bfreg_index, 3u);
+    // no driver data
+    ib_uverbs_create_qp q{};
+    q.pd_handle = p;
+    q.send_cq_handle = q.recv_cq_handle = c;
+    q.qp_type = IBV_QPT_RC;
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_QP, q, A(kResp), 32)), -EINVAL);
+    // extended: an indirection table (RSS) and unknown comp_mask bits
+    ib_uverbs_ex_create_qp x{};
+    x.pd_handle = p;
+    x.send_cq_handle = x.recv_cq_handle = c;
+    x.qp_type = IBV_QPT_RC;
+    x.comp_mask = IB_UVERBS_CREATE_QP_MASK_IND_TABLE;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_QP, &x, sizeof x, A(kResp), 32, nullptr, 0, 0)), -EOPNOTSUPP);
+    x.comp_mask = 2;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_QP, &x, sizeof x, A(kResp), 32, nullptr, 0, 0)), -EINVAL);
+    x.comp_mask = 0;
+    x.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+    uint8_t drv[(sizeof(mlx5_ib_create_qp) + 7) / 8 * 8] = {};
+    auto good = qp_drv(b, d, 16, 16);
+    memcpy(drv, &good, sizeof good);
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_QP, &x, sizeof x, A(kResp), 32, drv, sizeof drv, 8)),
+              -EOPNOTSUPP);
+    // one QP was made (the bfreg one)
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    EXPECT_EQ(uvsim::sim().qps.size(), 1u);
+}
+
+TEST_F(Write, QpOnSrq) {
+    context();
+    const uint32_t p = pd(), c = cq(), s = srq(p);
+    QpSpec q;
+    q.pd = p;
+    q.scq = q.rcq = c;
+    q.has_srq = true;
+    q.srq = s;
+    q.recv_wr = 0;
+    // an SRQ QP has no receive ring of its own
+    EXPECT_EQ(run(create_qp(A(kResp), q, qp_drv(A(buf(0x2000)), A(db()), 16, 16))), -EINVAL);
+    ok(create_qp(A(kResp), q, qp_drv(A(buf(0x2000)), A(db()), 16, 0)));
+    const uint32_t h = resp<ib_uverbs_create_qp_resp>().qp_handle;
+    auto r = query(h);
+    EXPECT_EQ(r.max_recv_wr, 0u);
+    EXPECT_EQ(run(destroy_srq(A(kResp), s)), -EBUSY);
+    ok(destroy_qp(A(kResp), h));
+    ok(destroy_srq(A(kResp), s));
+}
+
+// --------------------------------------------------------------------- SRQ
+
+TEST_F(Write, SrqLifeCycle) {
+    context();
+    const uint32_t p = pd();
+    ok(create_srq(A(kResp), p, 63, 2, A(buf(0x10000)), A(db()), 0));
+    auto r = resp<ib_uverbs_create_srq_resp>();
+    EXPECT_EQ(r.max_wr, 63u);
+    EXPECT_EQ(r.max_sge, 3u);   // 16 + 2*16 bytes rounded up to 64: room for 3
+    EXPECT_NE(r.srqn, 0u);
+    EXPECT_EQ(resp<mlx5_ib_create_srq_resp>(kResp + sizeof r).srqn, r.srqn);
+    ok(modify_srq(r.srq_handle, IBV_SRQ_LIMIT, 0, 10));
+    ok(query_srq(A(kResp), r.srq_handle));
+    auto q = resp<ib_uverbs_query_srq_resp>();
+    EXPECT_EQ(q.srq_limit, 10u);
+    EXPECT_EQ(q.max_wr, 63u);
+    EXPECT_EQ(q.max_sge, 3u);
+    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_LIMIT, 0, 64)), -EINVAL);   // past the ring
+    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_MAX_WR, 128, 0)), -EINVAL);   // no resize on mlx5
+    EXPECT_EQ(run(modify_srq(r.srq_handle, 1u << 5, 0, 0)), -EINVAL);
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);
+    ok(destroy_srq(A(kResp), r.srq_handle));
+    EXPECT_EQ(resp<ib_uverbs_destroy_srq_resp>().events_reported, 0u);
+    EXPECT_EQ(run(destroy_srq(A(kResp), r.srq_handle)), -EINVAL);
+    EXPECT_EQ(run(query_srq(A(kResp), r.srq_handle)), -EINVAL);
+    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_LIMIT, 0, 1)), -EINVAL);
+    ok(dealloc_pd(p));
+}
+
+TEST_F(Write, SrqChecks) {
+    context();
+    const uint32_t p = pd();
+    const uint64_t b = A(buf(0x10000)), d = A(db());
+    EXPECT_EQ(run(create_srq(A(kResp), p, 0, 1, b, d)), -EINVAL);
+    EXPECT_EQ(run(create_srq(A(kResp), p, 1u << 15, 1, b, d)), -EINVAL);   // > max_srq_wr
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 32, b, d)), -EINVAL);        // > max_srq_sge
+    EXPECT_EQ(run(create_srq(A(kResp), p + 1, 63, 1, b, d)), -EINVAL);
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, A(kArenaLen - 0x100), d)), -EFAULT);
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b, A(kArenaLen))), -EFAULT);
+    ib_uverbs_create_srq q{};
+    q.pd_handle = p;
+    q.max_wr = 63;
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_SRQ, q, A(kResp), 16)), -EINVAL);   // no driver data
+}
+
+// ---------------------------------------------------------------------- AH
+
+TEST_F(Write, AhInfiniBand) {
+    context();
+    const uint32_t p = pd();
+    ib_uverbs_ah_attr a{};
+    a.port_num = 1;
+    a.dlid = 5;
+    a.sl = 3;
+    ok(create_ah(A(kResp), p, a));
+    const uint32_t h = resp<ib_uverbs_create_ah_resp>().ah_handle;
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);
+    ok(destroy_ah(h));
+    EXPECT_EQ(run(destroy_ah(h)), -EINVAL);
+    // checks: port, SL, GID index, PD
+    a.port_num = 3;
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
+    a.port_num = 0;
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
+    a.port_num = 1;
+    a.sl = 16;
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
+    a.sl = 0;
+    a.is_global = 1;
+    a.grh.sgid_index = 1;   // an IB port has one GID
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
+    a.grh.sgid_index = 0;
+    ok(create_ah(A(kResp), p, a));
+    EXPECT_EQ(run(create_ah(A(kResp), p + 5, a)), -EINVAL);
+}
+
+TEST_F(WriteRoce, AhNeedsAGrhAndGetsAMac) {
+    context();
+    const uint32_t p = pd();
+    ib_uverbs_ah_attr a{};
+    a.port_num = 1;
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);   // RoCE: GRH required
+    a.is_global = 1;
+    a.grh.sgid_index = 4;   // link-local v1/v2, IPv4 v1/v2: 4 entries
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
+    a.grh.sgid_index = 1;
+    // a link-local GID carries its MAC (EUI-64)
+    const uint8_t gid[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55};
+    memcpy(a.grh.dgid, gid, 16);
+    ok(create_ah(A(kResp), p, a));
+    auto d = resp<mlx5_ib_create_ah_resp>(kResp + sizeof(ib_uverbs_create_ah_resp));
+    const uint8_t mac[6] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55};
+    EXPECT_EQ(memcmp(d.dmac, mac, 6), 0);
+    EXPECT_EQ(d.response_length, sizeof d);
+    // an IPv4-mapped GID of a configured port: that port's MAC
+    const uint8_t gid4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 7, 9};
+    memcpy(a.grh.dgid, gid4, 16);
+    ok(create_ah(A(kResp), p, a));
+    d = resp<mlx5_ib_create_ah_resp>(kResp + sizeof(ib_uverbs_create_ah_resp));
+    const uint8_t mac4[6] = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+    EXPECT_EQ(memcmp(d.dmac, mac4, 6), 0);
+}
+
+// ------------------------------------------------------- destroy order
+
+TEST_F(Write, ObjectsInUseAreBusy) {
+    context();
+    const uint32_t p = pd(), c = cq();
+    ok(reg_mr(A(kResp), p, A(buf(0x1000)), 0x1000, IBV_ACCESS_LOCAL_WRITE));
+    const uint32_t m = resp<ib_uverbs_reg_mr_resp>().mr_handle;
+    const uint32_t q = qp(p, c);
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);
+    EXPECT_EQ(run(destroy_cq(A(kResp), c)), -EBUSY);
+    ok(destroy_qp(A(kResp), q));
+    EXPECT_EQ(resp<ib_uverbs_destroy_qp_resp>().events_reported, 0u);
+    ok(destroy_cq(A(kResp), c));
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);   // the MR still
+    ok(dereg_mr(m));
+    ok(dealloc_pd(p));
+}
+
+TEST_F(Write, SendAndRecvCqBothCounted) {
+    context();
+    const uint32_t p = pd(), sc = cq(), rc = cq();
+    QpSpec s;
+    s.pd = p;
+    s.scq = sc;
+    s.rcq = rc;
+    ok(create_qp(A(kResp), s, qp_drv(A(buf(0x2000)), A(db()), 16, 16)));
+    const uint32_t q = resp<ib_uverbs_create_qp_resp>().qp_handle;
+    EXPECT_EQ(run(destroy_cq(A(kResp), sc)), -EBUSY);
+    EXPECT_EQ(run(destroy_cq(A(kResp), rc)), -EBUSY);
+    ok(destroy_qp(A(kResp), q));
+    ok(destroy_cq(A(kResp), sc));
+    ok(destroy_cq(A(kResp), rc));
+}
+
+TEST_F(Write, DestroyedHandlesAreInvalid) {
+    context();
+    const uint32_t p = pd(), c = cq(), q = qp(p, c);
+    ok(destroy_qp(A(kResp), q));
+    EXPECT_EQ(run(destroy_qp(A(kResp), q)), -EINVAL);
+    EXPECT_EQ(run(query_qp(A(kResp), q)), -EINVAL);
+    EXPECT_EQ(modify(to_init(q, IBV_QPT_RC)), -EINVAL);
+    // a handle of another type
+    EXPECT_EQ(run(destroy_qp(A(kResp), c)), -EINVAL);
+    EXPECT_EQ(run(destroy_cq(A(kResp), p)), -EINVAL);
+    EXPECT_EQ(run(dealloc_pd(c)), -EINVAL);
+    EXPECT_EQ(run(destroy_ah(p)), -EINVAL);
+    // far out of range
+    EXPECT_EQ(run(destroy_qp(A(kResp), 0xffffffffu)), -EINVAL);
+    EXPECT_EQ(run(dereg_mr(0x80000000u)), -EINVAL);
+}
+
+TEST_F(Write, DestroyResponseOutsideTheArenaKeepsTheObjectGoneOrThere) {
+    context();
+    const uint32_t p = pd(), c = cq();
+    // the kernel destroys, then fails to copy the response: EFAULT; the
+    // object is gone either way, never half-destroyed
+    ssize_t r = run(destroy_cq(A(kArenaLen), c));
+    EXPECT_EQ(r, -EFAULT);
+    r = run(destroy_cq(A(kResp), c));
+    EXPECT_TRUE(r == -EINVAL || r > 0);
+    ok(dealloc_pd(p));
+}
+
+TEST_F(Write, CloseFreesEverything) {
+    context();
+    const uint32_t p = pd(), c = cq(), s = srq(p);
+    ok(reg_mr(A(kResp), p, A(buf(0x1000)), 0x1000, IBV_ACCESS_LOCAL_WRITE));
+    const uint32_t q = qp(p, c);
+    ok(modify_qp(to_init(q, IBV_QPT_RC)));
+    ib_uverbs_ah_attr a{};
+    a.port_num = 1;
+    a.dlid = 2;
+    ok(create_ah(A(kResp), p, a));
+    ok(create_comp_channel(A(kResp)));
+    (void)s;
+    // TearDown closes the file and checks nothing is left
+}
