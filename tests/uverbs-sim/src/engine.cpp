@@ -57,6 +57,7 @@ int32_t psn_diff(uint32_t a, uint32_t b) {   // a - b in [-2^23, 2^23)
 std::deque<Packet>& g_pending = *new std::deque<Packet>;
 uint64_t g_completions = 0;     // for the cqe_error_at fault
 uint64_t g_first_ctx_ns = 0;
+bool g_overrun = false;         // a CQ overran: its QPs go to error at the next step
 bool g_started = false;
 
 void xmit(Packet& p) {
@@ -119,6 +120,7 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     if (((cq.pi - cons) & 0xffffff) >= cq.ncqe) {
         if (!cq.overrun) {
             cq.overrun = true;
+            g_overrun = true;
             ++cq.async_events;
             if (cq.ctx)
                 cq.ctx->async_event(cq.user_handle, IBV_EVENT_CQ_ERR);
@@ -299,12 +301,16 @@ struct SendOp {
     uint32_t rqpn = 0, rqkey = 0;
     // RC progress
     uint32_t first_psn = 0, npkts = 1;
-    uint32_t read_got = 0;
+    uint32_t read_got = 0;       // RDMA read: bytes scattered so far
+    uint32_t gap_at = ~0u;       // RDMA read: read_got when a gap was last re-requested
+    bool need_req = true;        // RDMA read / atomic: the request is to be (re)sent
+    uint8_t local_err = 0;       // a bad WQE: completes with this syndrome in its turn
     bool done = false;
 };
 
 struct RecvState {
     bool active = false;      // a receive WQE is being filled (multi-packet send)
+    bool held = false;        // UC: taken, its message lost; the next message uses it
     bool from_srq = false;
     uint16_t wqe_index = 0;
     std::vector<Sge> sges;
@@ -315,14 +321,17 @@ struct RecvState {
 struct QpEngine {
     uint16_t sq_ci = 0;      // basic blocks consumed
     uint16_t rq_ci = 0;      // receive WQEs consumed
-    // requester
+    // requester (RC): operations in PSN order; packets up to snd_nxt were
+    // sent, everything before una is acknowledged
     std::deque<SendOp> outstanding;
-    uint32_t next_psn = 0;
+    uint32_t next_psn = 0;   // PSN of the next new operation
+    uint32_t snd_nxt = 0;
+    uint32_t una = 0;
     uint64_t deadline = 0;
     int retries = 0, rnr_retries = 0;
     uint64_t rnr_until = 0;
     uint32_t rnr_psn = 0;
-    bool resend = false;
+    bool sq_stalled = false; // a bad WQE is queued: read no further
     // responder
     uint32_t epsn = 0;
     uint32_t msn = 0;
@@ -330,8 +339,13 @@ struct QpEngine {
     RecvState recv;
     bool w_active = false;    // RDMA write in progress
     uint64_t w_proc = 0, w_left = 0, w_total = 0;
-    uint32_t last_atomic_psn = 0xffffffff;
-    uint64_t last_atomic_orig = 0;
+    // the last atomics executed, for replaying a duplicate request
+    struct AtomicDone {
+        uint32_t psn = 0xffffffff;
+        uint64_t orig = 0;
+    };
+    AtomicDone atomics[16];
+    unsigned atomic_next = 0;
 };
 
 Qp::Qp() : Object(ObjType::Qp) {}
@@ -357,6 +371,9 @@ void fill_addr(Qp& qp, const Av& av, Packet& p) {
         if (av.sgid_index < gids.size())
             memcpy(p.h.sgid, gids[av.sgid_index].gid, 16);
         memcpy(p.h.dgid, av.dgid, 16);
+        p.h.tclass = av.traffic_class;
+        p.h.flow_label = av.flow_label & 0xfffff;
+        p.h.hop_limit = av.hop_limit;
     }
 }
 
@@ -441,15 +458,20 @@ bool read_wqe(Qp& qp, uint16_t idx, uint8_t* out, size_t& size, uint32_t& nbb) {
     const uint32_t cnt = qp.sq_wqe_cnt;
     const uint8_t* ring = reinterpret_cast<const uint8_t*>(qp.sq_buf);
     const uint32_t first = idx & (cnt - 1);
+    memcpy(out, ring + size_t(first) * 64, 64);   // the control segment, also for a bad WQE's trace
     mlx5_wqe_ctrl_seg ctrl;
-    memcpy(&ctrl, ring + size_t(first) * 64, sizeof ctrl);
+    memcpy(&ctrl, out, sizeof ctrl);
     const uint32_t ds = be32toh(ctrl.qpn_ds) & 0x3f;
+    size = 16;
+    nbb = 1;
     if (ds == 0)
         return false;
     size = ds * 16;
     nbb = (size + 63) / 64;
-    if (nbb > cnt)
+    if (nbb > cnt) {
+        nbb = 1;
         return false;
+    }
     for (uint32_t b = 0; b < nbb; ++b)
         memcpy(out + b * 64, ring + size_t((first + b) & (cnt - 1)) * 64, 64);
     return true;
@@ -503,6 +525,7 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         op.av.sgid_index = static_cast<uint8_t>(be32toh(av.grh_gid_fl) >> 20 & 0xff);
         op.av.hop_limit = av.hop_limit;
         op.av.traffic_class = av.tclass;
+        op.av.flow_label = be32toh(av.grh_gid_fl) & 0xfffff;
         op.av.port = port_of(qp);
         if (pcfg(qp).ethernet)
             op.av.grh = true;
@@ -579,66 +602,95 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
 
 // ------------------------------------------------------------- requester
 
-void send_packets(Qp& qp, SendOp& op, uint32_t from_pkt = 0) {
-    const uint32_t mtu = qp.qp_type == IBV_QPT_UD ? 4096 : mtu_bytes(qp.path_mtu);
-    const uint8_t tr = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC : qp.qp_type == IBV_QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
-    Packet p{};
+constexpr uint32_t kWindow = 128;          // RC: unacknowledged PSNs in flight
+constexpr uint32_t kAckEvery = 32;         // RC: AckReq at least this often
+constexpr size_t kPendingMax = 2048;       // wire back-pressure: stop taking WQEs
+
+bool is_read_or_atomic(uint8_t opcode) {
+    return opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA;
+}
+
+uint32_t qp_mtu(const Qp& qp) { return qp.qp_type == IBV_QPT_UD ? 4096 : mtu_bytes(qp.path_mtu); }
+
+Packet& scratch_packet() {
+    static Packet* p = new Packet;   // model thread only (under sim().mu)
+    return *p;
+}
+
+void packet_base(Qp& qp, const SendOp& op, Packet& p) {
+    memset(&p.h, 0, sizeof p.h);
     p.h.src_qpn = qp.qpn;
     p.h.dest_qpn = qp.qp_type == IBV_QPT_UD ? op.rqpn : qp.dest_qpn;
     fill_addr(qp, qp.qp_type == IBV_QPT_UD ? op.av : qp.av, p);
+}
+
+// The request of an RDMA read (for what is still missing) or an atomic.
+void send_request(Qp& qp, SendOp& op) {
+    Packet& p = scratch_packet();
+    packet_base(qp, op, p);
+    p.h.flags |= kFlagAckReq;
     if (op.opcode == MLX5_OPCODE_RDMA_READ) {
-        p.h.opcode = tr | OP_READ_REQUEST;
-        p.h.psn = op.first_psn;
-        p.h.va = op.raddr;
+        const uint32_t mtu = qp_mtu(qp);
+        const uint32_t skip = op.read_got / mtu;   // whole packets already scattered
+        p.h.opcode = TRANSPORT_RC | OP_READ_REQUEST;
+        p.h.psn = psn_add(op.first_psn, skip);
+        p.h.va = op.raddr + uint64_t(skip) * mtu;
         p.h.rkey = op.rkey;
-        p.h.dma_len = op.len;
-        xmit(p);
-        return;
-    }
-    if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA) {
-        p.h.opcode = tr | (op.opcode == MLX5_OPCODE_ATOMIC_CS ? OP_CMP_SWAP : OP_FETCH_ADD);
+        p.h.dma_len = op.len - skip * mtu;
+        op.read_got = skip * mtu;
+    } else {
+        p.h.opcode = TRANSPORT_RC | (op.opcode == MLX5_OPCODE_ATOMIC_CS ? OP_CMP_SWAP : OP_FETCH_ADD);
         p.h.psn = op.first_psn;
         p.h.va = op.raddr;
         p.h.rkey = op.rkey;
         p.h.dma_len = 8;
         p.h.swap_add = op.swap;
         p.h.compare = op.cmp;
-        xmit(p);
-        return;
     }
+    op.need_req = false;
+    xmit(p);
+}
+
+// Packet i of a send or RDMA write.
+void send_packet(Qp& qp, const SendOp& op, uint32_t i, bool ack_req) {
+    const uint32_t mtu = qp_mtu(qp);
+    const uint8_t tr = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC : qp.qp_type == IBV_QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
     const bool write = op.opcode == MLX5_OPCODE_RDMA_WRITE || op.opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
     const bool imm = op.opcode == MLX5_OPCODE_RDMA_WRITE_IMM || op.opcode == MLX5_OPCODE_SEND_IMM;
     const bool inv = op.opcode == MLX5_OPCODE_SEND_INVAL;
     const uint32_t n = op.npkts;
-    for (uint32_t i = from_pkt; i < n; ++i) {
-        const bool first = i == 0, last = i == n - 1;
-        uint8_t o;
-        if (write)
-            o = n == 1 ? (imm ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY)
-                       : first ? OP_WRITE_FIRST : last ? (imm ? OP_WRITE_LAST_IMM : OP_WRITE_LAST) : OP_WRITE_MIDDLE;
-        else
-            o = n == 1 ? (imm ? OP_SEND_ONLY_IMM : inv ? OP_SEND_ONLY_INV : OP_SEND_ONLY)
-                       : first ? OP_SEND_FIRST
-                               : last ? (imm ? OP_SEND_LAST_IMM : inv ? OP_SEND_LAST_INV : OP_SEND_LAST) : OP_SEND_MIDDLE;
-        p.h.opcode = tr | o;
-        p.h.psn = psn_add(op.first_psn, i);
-        p.h.flags = static_cast<uint8_t>((p.h.flags & kFlagGrh) | (last && op.solicited ? kFlagSolicited : 0));
-        if (first && write) {
-            p.h.va = op.raddr;
-            p.h.rkey = op.rkey;
-            p.h.dma_len = op.len;
-        }
-        p.h.imm = op.imm;
-        p.h.qkey = op.rqkey;
-        if (qp.qp_type == IBV_QPT_UD && (op.rqkey & 0x80000000u))
-            p.h.qkey = qp.qkey;   // the high bit means: use the QP's Q_Key
-        const uint32_t off = i * mtu;
-        const uint32_t len = std::min(mtu, op.len - std::min(op.len, off));
-        p.h.payload_len = static_cast<uint16_t>(len);
-        if (len)
-            memcpy(p.payload, op.data.data() + off, len);
-        xmit(p);
+    const bool first = i == 0, last = i == n - 1;
+    Packet& p = scratch_packet();
+    packet_base(qp, op, p);
+    uint8_t o;
+    if (write)
+        o = n == 1 ? (imm ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY)
+                   : first ? OP_WRITE_FIRST : last ? (imm ? OP_WRITE_LAST_IMM : OP_WRITE_LAST) : OP_WRITE_MIDDLE;
+    else
+        o = n == 1 ? (imm ? OP_SEND_ONLY_IMM : inv ? OP_SEND_ONLY_INV : OP_SEND_ONLY)
+                   : first ? OP_SEND_FIRST
+                           : last ? (imm ? OP_SEND_LAST_IMM : inv ? OP_SEND_LAST_INV : OP_SEND_LAST) : OP_SEND_MIDDLE;
+    p.h.opcode = tr | o;
+    p.h.psn = psn_add(op.first_psn, i);
+    if (last && op.solicited)
+        p.h.flags |= kFlagSolicited;
+    if (ack_req || last)
+        p.h.flags |= kFlagAckReq;
+    if (first && write) {
+        p.h.va = op.raddr;
+        p.h.rkey = op.rkey;
+        p.h.dma_len = op.len;
     }
+    p.h.imm = op.imm;
+    p.h.qkey = op.rqkey;
+    if (qp.qp_type == IBV_QPT_UD && (op.rqkey & 0x80000000u))
+        p.h.qkey = qp.qkey;   // the high bit means: use the QP's Q_Key
+    const uint32_t off = i * mtu;
+    const uint32_t len = std::min(mtu, op.len - std::min(op.len, off));
+    p.h.payload_len = static_cast<uint16_t>(len);
+    if (len)
+        memcpy(p.payload, op.data.data() + off, len);
+    xmit(p);
 }
 
 uint64_t timeout_ns(const Qp& qp) {
@@ -660,150 +712,133 @@ void arm_timer(Qp& qp) {
     qp.eng->deadline = qp.eng->outstanding.empty() || !t ? 0 : now_ns() + t;
 }
 
-bool poll_sq(Qp& qp) {
+// RC: transmits what the window allows, in PSN order. True when it sent.
+bool pump(Qp& qp) {
     QpEngine& e = *qp.eng;
-    if (!qp.dbrec || !qp.sq_wqe_cnt)
+    if (qp.qp_type != IBV_QPT_RC || (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) || e.rnr_until)
         return false;
-    const uint16_t pi = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[1], __ATOMIC_ACQUIRE)) & 0xffff);
-    bool work = false;
-    uint8_t w[64 * 64];
-    while (e.sq_ci != pi) {
-        if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_ERR)
-            break;
-        if (qp.qp_type == IBV_QPT_RC && (e.outstanding.size() >= 512 || g_pending.size() > 1024))
-            break;   // window full: wait for acknowledgements
-        size_t size;
-        uint32_t nbb;
-        SendOp op;
-        if (!read_wqe(qp, e.sq_ci, w, size, nbb)) {
-            op.wqe_idx = e.sq_ci;
-            e.sq_ci = static_cast<uint16_t>(e.sq_ci + 1);
-            req_complete(qp, op, MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
-            set_error(qp);
-            return true;
-        }
-        const uint8_t syn = parse_send(qp, w, size, op);
-        e.sq_ci = static_cast<uint16_t>(e.sq_ci + nbb);
-        work = true;
-        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s: %s", qp.qpn, op.wqe_idx, op.opcode,
-                    size / 16, op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "",
-                    g_trace_on ? hex(w, size).c_str() : "");
-        if (qp.state == IBV_QPS_ERR) {
-            req_complete(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+    bool sent = false;
+    for (SendOp& op : e.outstanding) {
+        if (op.done || op.opcode == MLX5_OPCODE_NOP || op.local_err)
+            continue;
+        const uint32_t end = psn_add(op.first_psn, op.npkts);
+        if (is_read_or_atomic(op.opcode)) {
+            if (op.need_req) {
+                if (psn_diff(op.first_psn, e.una) >= static_cast<int32_t>(kWindow) || g_pending.size() > kPendingMax)
+                    break;
+                send_request(qp, op);
+                sent = true;
+            }
+            if (psn_diff(e.snd_nxt, end) < 0)
+                e.snd_nxt = end;
             continue;
         }
-        if (syn) {
-            req_complete(qp, op, syn);
-            set_error(qp);
-            return true;
+        if (psn_diff(e.snd_nxt, end) >= 0)
+            continue;   // all of it sent
+        int32_t k = psn_diff(e.snd_nxt, op.first_psn);
+        if (k < 0) {
+            k = 0;
+            e.snd_nxt = op.first_psn;
         }
-        if (op.opcode == MLX5_OPCODE_NOP) {
-            if (qp.qp_type == IBV_QPT_RC && !e.outstanding.empty()) {
-                op.done = true;
-                e.outstanding.push_back(std::move(op));
-            } else {
-                req_complete(qp, op);
-            }
-            continue;
-        }
-        const uint32_t mtu = qp.qp_type == IBV_QPT_UD ? 4096 : mtu_bytes(qp.path_mtu);
-        if (qp.qp_type == IBV_QPT_UD && op.len > mtu_bytes(pcfg(qp).active_mtu)) {
-            req_complete(qp, op, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
-            set_error(qp);
-            return true;
-        }
-        if (op.opcode == MLX5_OPCODE_RDMA_READ)
-            op.npkts = std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
-        else if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA)
-            op.npkts = 1;
-        else
-            op.npkts = std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
-        op.first_psn = e.next_psn;
-        e.next_psn = psn_add(e.next_psn, op.npkts);
-        send_packets(qp, op);
-        if (qp.qp_type == IBV_QPT_RC) {
-            const bool was_empty = e.outstanding.empty();
-            e.outstanding.push_back(std::move(op));
-            if (was_empty) {
-                e.retries = qp.retry_cnt;
-                e.rnr_retries = qp.rnr_retry;
-                arm_timer(qp);
-            }
-        } else {
-            req_complete(qp, op);
+        for (uint32_t i = static_cast<uint32_t>(k); i < op.npkts; ++i) {
+            const int32_t inflight = psn_diff(e.snd_nxt, e.una);
+            if (inflight >= static_cast<int32_t>(kWindow) || g_pending.size() > kPendingMax)
+                goto out;
+            send_packet(qp, op, i, inflight + 1 == static_cast<int32_t>(kWindow) || (e.snd_nxt % kAckEvery) == 0);
+            e.snd_nxt = psn_add(e.snd_nxt, 1);
+            sent = true;
         }
     }
-    return work;
+out:
+    if (sent && !e.deadline)
+        arm_timer(qp);
+    return sent;
+}
+
+// Go-back-N: transmit again from psn; reads and atomics not finished that
+// start at or after from_psn (all of them when all_reads) are requested again.
+void go_back(Qp& qp, uint32_t psn, bool all_reads) {
+    QpEngine& e = *qp.eng;
+    e.snd_nxt = psn;
+    for (SendOp& op : e.outstanding)
+        if (!op.done && is_read_or_atomic(op.opcode) && (all_reads || psn_diff(op.first_psn, psn) >= 0))
+            op.need_req = true;
+    arm_timer(qp);
+}
+
+// Everything before psn is acknowledged: progress resets the retry counters.
+void advance_una(Qp& qp, uint32_t psn) {
+    QpEngine& e = *qp.eng;
+    if (psn_diff(psn, e.una) <= 0)
+        return;
+    e.una = psn;
+    if (psn_diff(e.snd_nxt, e.una) < 0)
+        e.snd_nxt = e.una;
+    e.retries = qp.retry_cnt;
+    e.rnr_retries = qp.rnr_retry;
+    arm_timer(qp);
 }
 
 // Completes finished operations at the head of the queue, in order.
 void retire(Qp& qp) {
     QpEngine& e = *qp.eng;
-    bool progressed = false;
-    while (!e.outstanding.empty() && e.outstanding.front().done) {
-        req_complete(qp, e.outstanding.front());
+    while (!e.outstanding.empty() && e.outstanding.front().done && qp.state != IBV_QPS_ERR) {
+        SendOp op = std::move(e.outstanding.front());
         e.outstanding.pop_front();
-        progressed = true;
+        if (op.local_err) {
+            req_complete(qp, op, op.local_err);
+            set_error(qp);
+            return;
+        }
+        req_complete(qp, op);   // may turn into an error (fault injection): the rest flushes
     }
-    if (progressed) {
-        e.retries = qp.retry_cnt;
-        e.rnr_retries = qp.rnr_retry;
-        arm_timer(qp);
-    }
+    if (e.outstanding.empty())
+        e.deadline = 0, e.sq_stalled = false;
 }
 
+// The operation at the head fails: those before it that finished complete
+// first, then the error, then the QP is in error and the rest flushes.
 void fail_head(Qp& qp, uint8_t syndrome) {
     QpEngine& e = *qp.eng;
-    // everything before the failing operation that finished completes first
     retire(qp);
+    if (qp.state == IBV_QPS_ERR)
+        return;
     if (!e.outstanding.empty()) {
-        req_complete(qp, e.outstanding.front(), syndrome);
+        SendOp op = std::move(e.outstanding.front());
         e.outstanding.pop_front();
+        req_complete(qp, op, op.local_err ? op.local_err : syndrome);
     }
     set_error(qp);
 }
 
-void retransmit_from(Qp& qp, uint32_t psn) {
+// Sends and writes whose last packet is before psn are complete (reads and
+// atomics complete with their responses only).
+void ack_through(Qp& qp, uint32_t psn) {
     QpEngine& e = *qp.eng;
     for (SendOp& op : e.outstanding) {
         if (op.done)
             continue;
-        const int32_t d = psn_diff(psn, op.first_psn);
-        if (d >= static_cast<int32_t>(op.npkts))
-            continue;   // entirely acknowledged already
-        uint32_t from = d > 0 ? static_cast<uint32_t>(d) : 0;
-        if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS ||
-            op.opcode == MLX5_OPCODE_ATOMIC_FA) {
-            op.read_got = 0;
-            from = 0;
-        }
-        send_packets(qp, op, from);
+        if (psn_diff(psn_add(op.first_psn, op.npkts), psn) > 0)
+            break;
+        if (is_read_or_atomic(op.opcode))
+            break;   // must not complete anything after it first
+        op.done = true;
     }
-    arm_timer(qp);
 }
 
 void handle_ack(Qp& qp, const Packet& p) {
     QpEngine& e = *qp.eng;
     const uint8_t syn = p.h.syndrome;
     const uint32_t psn = p.h.psn;
-    // acknowledge sends/writes whose last packet is at or before psn
-    for (SendOp& op : e.outstanding) {
-        if (op.done)
-            continue;
-        const uint32_t last = psn_add(op.first_psn, op.npkts - 1);
-        if (psn_diff(psn, last) < 0)
-            break;
-        if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS ||
-            op.opcode == MLX5_OPCODE_ATOMIC_FA)
-            break;   // completes with its response only
-        if ((syn & 0xe0) == AETH_ACK || psn_diff(psn, last) > 0)
-            op.done = true;
-    }
-    if ((syn & 0xe0) == AETH_ACK) {
-        retire(qp);
-        return;
-    }
+    // an ACK acknowledges psn itself; a NAK everything before psn
+    const uint32_t upto = (syn & 0xe0) == AETH_ACK ? psn_add(psn, 1) : psn;
+    if (psn_diff(upto, e.next_psn) > 0 || psn_diff(upto, e.una) < 0)
+        return;   // acknowledges something never sent, or stale
+    ack_through(qp, upto);
+    advance_una(qp, upto);
     retire(qp);
+    if (qp.state == IBV_QPS_ERR || (syn & 0xe0) == AETH_ACK)
+        return;
     if ((syn & 0xe0) == AETH_RNR_NAK) {
         if (e.rnr_retries == 0) {
             fail_head(qp, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
@@ -811,18 +846,20 @@ void handle_ack(Qp& qp, const Packet& p) {
         }
         if (qp.rnr_retry != 7)
             --e.rnr_retries;
-        e.rnr_until = now_ns() + std::max(rnr_ns(syn & 0x1f), rnr_ns(qp.min_rnr_timer) * 0);
+        UVSIM_TRACE("qpn 0x%x: RNR NAK psn %u, %d RNR retries left", qp.qpn, psn, e.rnr_retries);
+        e.rnr_until = now_ns() + rnr_ns(syn & 0x1f);
         e.rnr_psn = psn;
         e.deadline = 0;
         return;
     }
     switch (syn) {
     case AETH_NAK_PSN_SEQ:
-        if (e.retries-- <= 0) {
-            fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
-            return;
+        // the responder misses psn: send again from there (a NAK repeated for
+        // the same PSN while the resend is under way is ignored)
+        if (psn_diff(e.snd_nxt, psn) > 0) {
+            UVSIM_TRACE("qpn 0x%x: sequence NAK psn %u: going back", qp.qpn, psn);
+            go_back(qp, psn, false);
         }
-        retransmit_from(qp, psn);
         return;
     case AETH_NAK_INV_REQ:
         fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
@@ -836,6 +873,17 @@ void handle_ack(Qp& qp, const Packet& p) {
     }
 }
 
+// A read response or atomic acknowledgement completes its operation and
+// implicitly acknowledges the sends and writes before it.
+void implicit_ack_before(Qp& qp, const SendOp& op) {
+    for (SendOp& o2 : qp.eng->outstanding) {
+        if (&o2 == &op)
+            break;
+        if (!is_read_or_atomic(o2.opcode))
+            o2.done = true;
+    }
+}
+
 void handle_read_resp(Qp& qp, const Packet& p) {
     QpEngine& e = *qp.eng;
     for (SendOp& op : e.outstanding) {
@@ -844,29 +892,33 @@ void handle_read_resp(Qp& qp, const Packet& p) {
         const int32_t d = psn_diff(p.h.psn, op.first_psn);
         if (d < 0 || d >= static_cast<int32_t>(op.npkts))
             continue;
-        const uint32_t mtu = mtu_bytes(qp.path_mtu);
-        if (static_cast<uint32_t>(d) * mtu != op.read_got)
-            return;   // out of order (a lost packet): the timeout resends the request
+        const uint32_t mtu = qp_mtu(qp);
+        if (static_cast<uint32_t>(d) * mtu != op.read_got) {
+            // a response was lost (or this one repeats): ask once for the rest
+            if (static_cast<uint32_t>(d) * mtu > op.read_got && op.gap_at != op.read_got) {
+                op.gap_at = op.read_got;
+                UVSIM_TRACE("qpn 0x%x: read response psn %u missing: requesting again", qp.qpn,
+                            psn_add(op.first_psn, op.read_got / mtu));
+                send_request(qp, op);
+            }
+            return;
+        }
+        const uint8_t o = p.h.opcode & 0x1f;
+        const bool last = o == OP_READ_RESP_LAST || o == OP_READ_RESP_ONLY;
+        if (p.h.payload_len != (last ? op.len - op.read_got : mtu) || (!last && d + 1 == int32_t(op.npkts))) {
+            fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
+            return;
+        }
         if (uint8_t syn = scatter(qp, op.sges, op.read_got, p.payload, p.h.payload_len)) {
+            implicit_ack_before(qp, op);
             fail_head(qp, syn);
             return;
         }
         op.read_got += p.h.payload_len;
-        const uint8_t o = p.h.opcode & 0x1f;
-        if (o == OP_READ_RESP_LAST || o == OP_READ_RESP_ONLY) {
-            if (op.read_got != op.len) {
-                fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
-                return;
-            }
+        advance_una(qp, psn_add(p.h.psn, 1));
+        if (last) {
             op.done = true;
-            // an implicit ack of everything before it
-            for (SendOp& o2 : e.outstanding) {
-                if (&o2 == &op)
-                    break;
-                if (o2.opcode != MLX5_OPCODE_RDMA_READ && o2.opcode != MLX5_OPCODE_ATOMIC_CS &&
-                    o2.opcode != MLX5_OPCODE_ATOMIC_FA)
-                    o2.done = true;
-            }
+            implicit_ack_before(qp, op);
             retire(qp);
         }
         return;
@@ -876,24 +928,17 @@ void handle_read_resp(Qp& qp, const Packet& p) {
 void handle_atomic_ack(Qp& qp, const Packet& p) {
     QpEngine& e = *qp.eng;
     for (SendOp& op : e.outstanding) {
-        if (op.done)
-            continue;
-        if (op.first_psn != p.h.psn)
+        if (op.done || op.first_psn != p.h.psn)
             continue;
         if (op.opcode != MLX5_OPCODE_ATOMIC_CS && op.opcode != MLX5_OPCODE_ATOMIC_FA)
             return;
+        implicit_ack_before(qp, op);
         if (uint8_t syn = scatter(qp, op.sges, 0, reinterpret_cast<const uint8_t*>(&p.h.orig), 8)) {
             fail_head(qp, syn);
             return;
         }
         op.done = true;
-        for (SendOp& o2 : e.outstanding) {
-            if (&o2 == &op)
-                break;
-            if (o2.opcode != MLX5_OPCODE_RDMA_READ && o2.opcode != MLX5_OPCODE_ATOMIC_CS &&
-                o2.opcode != MLX5_OPCODE_ATOMIC_FA)
-                o2.done = true;
-        }
+        advance_una(qp, psn_add(p.h.psn, 1));
         retire(qp);
         return;
     }
@@ -908,7 +953,7 @@ bool timers(Qp& qp) {
         if (t < e.rnr_until)
             return false;
         e.rnr_until = 0;
-        retransmit_from(qp, e.rnr_psn);
+        go_back(qp, e.rnr_psn, false);
         return true;
     }
     if (!e.deadline || t < e.deadline)
@@ -919,9 +964,100 @@ bool timers(Qp& qp) {
         return true;
     }
     --e.retries;
-    UVSIM_TRACE("qpn 0x%x: timeout, retransmitting from psn %u", qp.qpn, e.outstanding.front().first_psn);
-    retransmit_from(qp, e.outstanding.front().first_psn);
+    UVSIM_TRACE("qpn 0x%x: timeout, retransmitting from psn %u (%d retries left)", qp.qpn, e.una, e.retries);
+    go_back(qp, e.una, true);
     return true;
+}
+
+bool poll_sq(Qp& qp) {
+    QpEngine& e = *qp.eng;
+    if (!qp.dbrec || !qp.sq_wqe_cnt)
+        return false;
+    const uint16_t pi = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[1], __ATOMIC_ACQUIRE)) & 0xffff);
+    bool work = false;
+    uint8_t w[64 * 64];
+    const bool rc = qp.qp_type == IBV_QPT_RC;
+    while (e.sq_ci != pi) {
+        if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_ERR)
+            break;
+        if (qp.state != IBV_QPS_ERR) {
+            if (e.sq_stalled || g_pending.size() > kPendingMax)
+                break;   // a bad WQE waits for its turn, or the wire is backed up
+            if (rc && (e.outstanding.size() >= 512 || psn_diff(e.next_psn, e.una) > (1 << 22)))
+                break;   // window full: wait for acknowledgements
+        }
+        size_t size = 0;
+        uint32_t nbb = 1;
+        SendOp op;
+        uint8_t syn = 0;
+        if (!read_wqe(qp, e.sq_ci, w, size, nbb) || nbb > static_cast<uint16_t>(pi - e.sq_ci)) {
+            // ds 0, larger than the ring, or reaching past what the doorbell
+            // record says was posted: a malformed WQE
+            op.wqe_idx = e.sq_ci;
+            mlx5_wqe_ctrl_seg ctrl;
+            memcpy(&ctrl, w, sizeof ctrl);
+            op.opcode = be32toh(ctrl.opmod_idx_opcode) & 0xff;
+            syn = MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+            size = 16;
+            nbb = 1;
+        } else {
+            syn = parse_send(qp, w, size, op);
+        }
+        e.sq_ci = static_cast<uint16_t>(e.sq_ci + nbb);
+        work = true;
+        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s: %s", qp.qpn, op.wqe_idx, op.opcode,
+                    size / 16, op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "",
+                    g_trace_on ? hex(w, size).c_str() : "");
+        if (qp.state == IBV_QPS_ERR) {
+            req_complete(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+            continue;
+        }
+        if (!syn && qp.qp_type == IBV_QPT_UD && op.len > mtu_bytes(pcfg(qp).active_mtu))
+            syn = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+        if (syn) {
+            if (rc && !e.outstanding.empty()) {
+                // completions stay in order: it fails when those before it finished
+                op.local_err = syn;
+                op.done = true;
+                e.sq_stalled = true;
+                e.outstanding.push_back(std::move(op));
+                retire(qp);
+                return true;
+            }
+            req_complete(qp, op, syn);
+            set_error(qp);
+            return true;
+        }
+        if (op.opcode == MLX5_OPCODE_NOP) {
+            if (rc && !e.outstanding.empty()) {
+                op.done = true;
+                e.outstanding.push_back(std::move(op));
+            } else {
+                req_complete(qp, op);
+            }
+            continue;
+        }
+        const uint32_t mtu = qp_mtu(qp);
+        op.npkts = op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA
+                       ? 1
+                       : std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
+        op.first_psn = e.next_psn;
+        e.next_psn = psn_add(e.next_psn, op.npkts);
+        if (rc) {
+            if (e.outstanding.empty()) {
+                e.retries = qp.retry_cnt;
+                e.rnr_retries = qp.rnr_retry;
+            }
+            e.outstanding.push_back(std::move(op));
+        } else {
+            for (uint32_t i = 0; i < op.npkts; ++i)
+                send_packet(qp, op, i, false);
+            req_complete(qp, op);
+        }
+    }
+    if (rc)
+        work |= pump(qp);
+    return work;
 }
 
 // ------------------------------------------------------------- responder
@@ -952,6 +1088,7 @@ bool take_recv(Qp& qp, RecvState& r) {
         const uint16_t left = static_cast<uint16_t>(posted - s.consumed);
         if (s.limit_armed && left < s.limit) {
             s.limit_armed = false;
+            s.limit = 0;   // one-shot: query_srq shows it disarmed
             ++s.events_reported;
             if (s.ctx)
                 s.ctx->async_event(s.user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
@@ -1003,14 +1140,20 @@ void send_ack(Qp& qp, const Packet& req, uint8_t syndrome, uint32_t psn) {
     xmit(a);
 }
 
+// The 40 bytes a UD receive gets ahead of the payload when the packet had a
+// GRH: the GRH as it travelled (IPv6-like: version 6, traffic class, flow
+// label, PayLen = BTH + DETH [+ ImmDt] + payload + pad + ICRC, next header
+// 0x1b, hop limit, SGID, DGID).
 void grh_area(const Packet& p, uint8_t grh[40]) {
     memset(grh, 0, 40);
-    const uint32_t w0 = htobe32(6u << 28);
+    const uint32_t w0 = htobe32((6u << 28) | (uint32_t(p.h.tclass) << 20) | (p.h.flow_label & 0xfffff));
     memcpy(grh, &w0, 4);
-    const uint16_t plen = htobe16(p.h.payload_len);
+    const bool imm = (p.h.opcode & 0x1f) == OP_SEND_ONLY_IMM;
+    const uint32_t len = 12 + 8 + (imm ? 4 : 0) + ((p.h.payload_len + 3u) & ~3u) + 4;
+    const uint16_t plen = htobe16(static_cast<uint16_t>(len));
     memcpy(grh + 4, &plen, 2);
     grh[6] = 0x1b;
-    grh[7] = 64;
+    grh[7] = p.h.hop_limit;
     memcpy(grh + 8, p.h.sgid, 16);
     memcpy(grh + 24, p.h.dgid, 16);
 }
@@ -1028,6 +1171,11 @@ void ud_receive(Qp& qp, const Packet& p) {
         return;
     }
     const bool grh = p.h.flags & kFlagGrh;
+    if (sge_total(r.sges) < 40u + p.h.payload_len) {
+        recv_error(qp, r, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+        set_error(qp);
+        return;
+    }
     if (grh) {
         uint8_t g[40];
         grh_area(p, g);
@@ -1036,11 +1184,6 @@ void ud_receive(Qp& qp, const Packet& p) {
             set_error(qp);
             return;
         }
-    }
-    if (sge_total(r.sges) < 40u + p.h.payload_len) {
-        recv_error(qp, r, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
-        set_error(qp);
-        return;
     }
     if (uint8_t syn = scatter(qp, r.sges, 40, p.payload, p.h.payload_len)) {
         recv_error(qp, r, syn);
@@ -1090,20 +1233,27 @@ void responder(Qp& qp, const Packet& p) {
         if (o == OP_READ_REQUEST) {
             // re-execute below with the old PSN (idempotent)
         } else if (o == OP_CMP_SWAP || o == OP_FETCH_ADD) {
-            if (p.h.psn == e.last_atomic_psn) {
-                Packet a{};
-                a.h.opcode = TRANSPORT_RC | OP_ATOMIC_ACK;
-                a.h.src_qpn = qp.qpn;
-                a.h.dest_qpn = qp.dest_qpn;
-                a.h.psn = p.h.psn;
-                a.h.msn = e.msn;
-                a.h.orig = e.last_atomic_orig;
-                fill_addr(qp, qp.av, a);
-                xmit(a);
-            }
+            // executed already: answer with the saved result, never twice
+            for (const QpEngine::AtomicDone& a : e.atomics)
+                if (a.psn == p.h.psn) {
+                    Packet& r = scratch_packet();
+                    memset(&r.h, 0, sizeof r.h);
+                    r.h.opcode = TRANSPORT_RC | OP_ATOMIC_ACK;
+                    r.h.src_qpn = qp.qpn;
+                    r.h.dest_qpn = qp.dest_qpn;
+                    r.h.psn = p.h.psn;
+                    r.h.msn = e.msn;
+                    r.h.orig = a.orig;
+                    fill_addr(qp, qp.av, r);
+                    xmit(r);
+                    break;
+                }
             return;
         } else {
-            send_ack(qp, p, AETH_ACK, psn_add(e.epsn, 0xffffff));
+            // a send or write seen before: acknowledge what arrived (once per
+            // requested acknowledgement, not per packet)
+            if (p.h.flags & kFlagAckReq)
+                send_ack(qp, p, AETH_ACK, psn_add(e.epsn, 0xffffff));
             return;
         }
     } else if (d > 0) {
@@ -1112,9 +1262,13 @@ void responder(Qp& qp, const Packet& p) {
             send_ack(qp, p, AETH_NAK_PSN_SEQ, e.epsn);
         }
         if (!rc) {
-            // UC: a lost packet ends the message being received
-            if (e.recv.active)
-                e.recv.active = false;   // the WQE is reused by the next message
+            // UC: a lost packet ends the message being received; its receive
+            // WQE stays taken and the next message goes into it
+            if (e.recv.active) {
+                e.recv.active = false;
+                e.recv.held = true;
+                e.recv.got = 0;
+            }
             e.w_active = false;
             e.epsn = p.h.psn;
         } else {
@@ -1131,12 +1285,16 @@ void responder(Qp& qp, const Packet& p) {
     const bool with_imm = o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY_IMM || o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY_IMM;
     if (is_send) {
         if (first) {
-            if (!take_recv(qp, e.recv)) {
+            if (e.recv.held) {
+                e.recv.held = false;
+                e.recv.active = true;
+                e.recv.got = 0;
+            } else if (!take_recv(qp, e.recv)) {
                 if (rc) {
-                    if (!e.nak_sent) {
-                        e.nak_sent = true;
-                        send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
-                    }
+                    // every attempt at the expected PSN gets its RNR NAK; what
+                    // follows it is dropped silently
+                    e.nak_sent = true;
+                    send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
                     UVSIM_TRACE("qpn 0x%x: no receive WQE: RNR NAK psn %u", qp.qpn, p.h.psn);
                 }
                 return;
@@ -1148,15 +1306,20 @@ void responder(Qp& qp, const Packet& p) {
         }
         e.nak_sent = false;
         if (uint8_t syn = scatter(qp, e.recv.sges, e.recv.got, p.payload, p.h.payload_len)) {
-            if (rc) {
-                send_ack(qp, p, AETH_NAK_INV_REQ, p.h.psn);
-            }
+            // too long for the receive buffer: NAK invalid request (the
+            // requester sees REM_INV_REQ); a bad receive SGE: NAK remote
+            // operational error (REM_OP)
+            if (rc)
+                send_ack(qp, p, syn == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR ? AETH_NAK_INV_REQ : AETH_NAK_REM_OP,
+                         p.h.psn);
             recv_error(qp, e.recv, syn);
             set_error(qp);
             return;
         }
         e.recv.got += p.h.payload_len;
         e.epsn = psn_add(p.h.psn, 1);
+        if (rc && !last && (p.h.flags & kFlagAckReq))
+            send_ack(qp, p, AETH_ACK, p.h.psn);
         if (last) {
             CqeInfo ci{};
             ci.opcode = with_imm ? MLX5_CQE_RESP_SEND_IMM
@@ -1204,12 +1367,17 @@ void responder(Qp& qp, const Packet& p) {
                 responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
             return;
         }
-        if (with_imm && !take_recv(qp, e.recv)) {
-            if (rc && !e.nak_sent) {
-                e.nak_sent = true;
-                send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
+        if (with_imm) {
+            if (e.recv.held) {
+                e.recv.held = false;
+                e.recv.active = true;
+            } else if (!take_recv(qp, e.recv)) {
+                if (rc) {
+                    e.nak_sent = true;
+                    send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
+                }
+                return;
             }
-            return;
         }
         e.nak_sent = false;
         if (p.h.payload_len && !app_write(e.w_proc, p.payload, p.h.payload_len)) {
@@ -1220,6 +1388,8 @@ void responder(Qp& qp, const Packet& p) {
         e.w_proc += p.h.payload_len;
         e.w_left -= p.h.payload_len;
         e.epsn = psn_add(p.h.psn, 1);
+        if (rc && !last && (p.h.flags & kFlagAckReq))
+            send_ack(qp, p, AETH_ACK, p.h.psn);
         if (last) {
             e.w_active = false;
             ++e.msn;
@@ -1305,8 +1475,7 @@ void responder(Qp& qp, const Packet& p) {
             responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
             return;
         }
-        e.last_atomic_psn = p.h.psn;
-        e.last_atomic_orig = orig;
+        e.atomics[e.atomic_next++ % 16] = {p.h.psn, orig};
         e.epsn = psn_add(p.h.psn, 1);
         ++e.msn;
         e.nak_sent = false;
@@ -1365,14 +1534,18 @@ void flush_all(Qp& qp) {
         qp.eng = std::make_unique<QpEngine>();
     QpEngine& e = *qp.eng;
     while (!e.outstanding.empty()) {
-        req_complete(qp, e.outstanding.front(), MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+        SendOp op = std::move(e.outstanding.front());
         e.outstanding.pop_front();
+        req_complete(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
     }
+    e.deadline = 0;
+    e.rnr_until = 0;
+    e.sq_stalled = false;
     // posted but not yet taken send WQEs are flushed by poll_sq (ERR state)
     poll_sq(qp);
-    if (e.recv.active && !e.recv.from_srq)
+    if ((e.recv.active || e.recv.held) && !e.recv.from_srq)
         recv_error(qp, e.recv, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
-    e.recv.active = false;
+    e.recv.active = e.recv.held = false;
     if (!qp.srq && qp.rq_wqe_cnt && qp.dbrec) {
         const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
         while (e.rq_ci != posted) {
@@ -1423,6 +1596,15 @@ bool step() {
         work |= poll_sq(*qp);
         work |= poll_rq_error(*qp);
         work |= timers(*qp);
+    }
+    if (g_overrun) {
+        g_overrun = false;
+        for (Qp* qp : qps)
+            if (sim().qps.count(qp->qpn) && qp->eng && ((qp->send_cq && qp->send_cq->overrun) ||
+                                                        (qp->recv_cq && qp->recv_cq->overrun))) {
+                UVSIM_TRACE("qpn 0x%x: its CQ overran", qp->qpn);
+                set_error(*qp);
+            }
     }
     work |= flush_pending();
     const uint64_t fatal = cfg().faults.fatal_after_ms;
@@ -1500,7 +1682,7 @@ void engine_qp_state_changed(Qp& qp, uint8_t old) {
         break;
     case IBV_QPS_RTS:
         if (old == IBV_QPS_RTR)
-            e.next_psn = qp.sq_psn;
+            e.next_psn = e.snd_nxt = e.una = qp.sq_psn & 0xffffff;
         break;
     case IBV_QPS_ERR:
         qp.state = old;   // set_error does the transition and the flush

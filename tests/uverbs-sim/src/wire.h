@@ -79,11 +79,16 @@ struct WireHdr {
     uint32_t dma_len;
     uint64_t swap_add, compare;   // AtomicETH (host order)
     uint64_t orig;         // AtomicAckETH
+    uint32_t flow_label;   // GRH (kFlagGrh)
+    uint8_t tclass;
+    uint8_t hop_limit;
+    uint16_t reserved;
 };
 
 enum : uint8_t {
     kFlagSolicited = 1,
     kFlagGrh = 2,
+    kFlagAckReq = 4,       // BTH AckReq: the responder acknowledges this packet
 };
 
 struct Packet {

@@ -1,0 +1,1604 @@
+// uvsim_verify: checks the data path and the error semantics of the emulated
+// mlx5 device with Debian's own libibverbs + libmlx5 (it is linked against
+// /usr/lib/x86_64-linux-gnu/libibverbs.so.1, not ours).
+//
+//   uverbs-sim-run --dir D uvsim_verify CASE      one case; 0 = pass
+//   uvsim_verify list                              the case names
+//
+// Every case builds what it needs (QPs in this process talking through the
+// simulated wire, on mlx5_0, or mlx5_0 <-> mlx5_1 with UVERBS_SIM_DEVICES=2),
+// checks memory contents and every ibv_wc field that the operation defines,
+// and exits 1 with a message naming the line on the first mismatch.
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <endian.h>
+#include <functional>
+#include <map>
+#include <poll.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+const char* g_case = "?";
+
+[[noreturn]] void die(int line, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "uvsim_verify %s: FAIL (line %d): ", g_case, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    _exit(1);
+}
+
+#define CHECK(c)                                   \
+    do {                                           \
+        if (!(c))                                  \
+            die(__LINE__, "%s", #c);               \
+    } while (0)
+#define CHECK_EQ(a, b)                                                                                \
+    do {                                                                                              \
+        const unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b);        \
+        if (va_ != vb_)                                                                               \
+            die(__LINE__, "%s == %s: got 0x%llx (%llu), want 0x%llx (%llu)", #a, #b, va_, va_, vb_, vb_); \
+    } while (0)
+#define CHECK_OK(e)                                                                  \
+    do {                                                                             \
+        const int r_ = (e);                                                          \
+        if (r_)                                                                      \
+            die(__LINE__, "%s: returned %d (%s, errno %s)", #e, r_, strerror(r_ > 0 ? r_ : -r_), strerror(errno)); \
+    } while (0)
+
+uint64_t ms_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+// ------------------------------------------------------------ fixtures
+
+struct Dev {
+    ibv_context* ctx = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_port_attr pa{};
+    ibv_gid gid{};
+    uint8_t port = 1;
+};
+
+Dev open_dev(const char* name) {
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    if (!list)
+        die(__LINE__, "ibv_get_device_list: %s", strerror(errno));
+    Dev d;
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(ibv_get_device_name(list[i]), name))
+            d.ctx = ibv_open_device(list[i]);
+    ibv_free_device_list(list);
+    if (!d.ctx)
+        die(__LINE__, "device %s not found or not openable (%d devices)", name, n);
+    d.pd = ibv_alloc_pd(d.ctx);
+    CHECK(d.pd);
+    CHECK_OK(ibv_query_port(d.ctx, d.port, &d.pa));
+    CHECK_OK(ibv_query_gid(d.ctx, d.port, 0, &d.gid));
+    CHECK_EQ(d.pa.state, IBV_PORT_ACTIVE);
+    return d;
+}
+
+bool is_eth(const Dev& d) { return d.pa.link_layer == IBV_LINK_LAYER_ETHERNET; }
+
+struct Buf {
+    uint8_t* p = nullptr;
+    size_t n = 0;
+    ibv_mr* mr = nullptr;
+    uint32_t lkey() const { return mr->lkey; }
+    uint32_t rkey() const { return mr->rkey; }
+    uint64_t addr(size_t off = 0) const { return reinterpret_cast<uint64_t>(p + off); }
+};
+
+Buf mkbuf(ibv_pd* pd, size_t n, int access = kAll) {
+    Buf b;
+    b.n = n;
+    b.p = static_cast<uint8_t*>(aligned_alloc(4096, (n + 4095) & ~size_t(4095)));
+    CHECK(b.p);
+    memset(b.p, 0, n);
+    b.mr = ibv_reg_mr(pd, b.p, n, access);
+    if (!b.mr)
+        die(__LINE__, "ibv_reg_mr(%zu, 0x%x): %s", n, access, strerror(errno));
+    return b;
+}
+
+void fill(Buf& b, size_t off, size_t n, uint32_t seed) {
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; ++i) {
+        x = x * 1103515245u + 12345u;
+        b.p[off + i] = static_cast<uint8_t>(x >> 16);
+    }
+}
+
+// Compares n bytes of two buffers; names the first difference.
+void same(int line, const uint8_t* got, const uint8_t* want, size_t n, const char* what) {
+    for (size_t i = 0; i < n; ++i)
+        if (got[i] != want[i])
+            die(line, "%s: byte %zu of %zu is 0x%02x, want 0x%02x", what, i, n, got[i], want[i]);
+}
+#define SAME(g, w, n, what) same(__LINE__, (g), (w), (n), (what))
+
+struct QpOpts {
+    ibv_qp_type type = IBV_QPT_RC;
+    uint32_t max_send_wr = 128, max_recv_wr = 128, max_sge = 4, max_inline = 64;
+    ibv_srq* srq = nullptr;
+    ibv_cq* scq = nullptr;
+    ibv_cq* rcq = nullptr;
+    int cqe = 1024;
+    ibv_comp_channel* ch = nullptr;
+    bool sig_all = false;
+    ibv_mtu mtu = IBV_MTU_1024;
+    uint8_t timeout = 14, retry = 7, rnr_retry = 7, min_rnr = 1;
+    uint32_t access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                      IBV_ACCESS_REMOTE_ATOMIC;
+    uint32_t qkey = 0x11111111;
+    uint32_t psn = 0x100;
+    int32_t dest_qpn_delta = 0;   // connect to a wrong QPN on purpose
+};
+
+struct Q {
+    Dev* d = nullptr;
+    ibv_qp* qp = nullptr;
+    ibv_cq* scq = nullptr;
+    ibv_cq* rcq = nullptr;
+    QpOpts o;
+    uint32_t qpn() const { return qp->qp_num; }
+};
+
+ibv_cq* mkcq(Dev& d, int cqe, ibv_comp_channel* ch = nullptr) {
+    ibv_cq* cq = ibv_create_cq(d.ctx, cqe, nullptr, ch, 0);
+    if (!cq)
+        die(__LINE__, "ibv_create_cq(%d): %s", cqe, strerror(errno));
+    return cq;
+}
+
+Q mkqp(Dev& d, const QpOpts& o) {
+    Q q;
+    q.d = &d;
+    q.o = o;
+    q.scq = o.scq ? o.scq : mkcq(d, o.cqe, o.ch);
+    q.rcq = o.rcq ? o.rcq : mkcq(d, o.cqe, o.ch);
+    ibv_qp_init_attr a{};
+    a.send_cq = q.scq;
+    a.recv_cq = q.rcq;
+    a.srq = o.srq;
+    a.qp_type = o.type;
+    a.sq_sig_all = o.sig_all;
+    a.cap.max_send_wr = o.max_send_wr;
+    a.cap.max_recv_wr = o.srq ? 0 : o.max_recv_wr;
+    a.cap.max_send_sge = o.max_sge;
+    a.cap.max_recv_sge = o.srq ? 0 : o.max_sge;
+    a.cap.max_inline_data = o.max_inline;
+    q.qp = ibv_create_qp(d.pd, &a);
+    if (!q.qp)
+        die(__LINE__, "ibv_create_qp: %s", strerror(errno));
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.pkey_index = 0;
+    m.port_num = d.port;
+    int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+    if (o.type == IBV_QPT_UD) {
+        m.qkey = o.qkey;
+        mask |= IBV_QP_QKEY;
+    } else {
+        m.qp_access_flags = o.access;
+        mask |= IBV_QP_ACCESS_FLAGS;
+    }
+    CHECK_OK(ibv_modify_qp(q.qp, &m, mask));
+    return q;
+}
+
+ibv_ah_attr ah_to(const Dev& from, const Dev& to, bool grh = false) {
+    ibv_ah_attr ah{};
+    ah.dlid = to.pa.lid;
+    ah.port_num = from.port;
+    if (grh || is_eth(from)) {
+        ah.is_global = 1;
+        ah.grh.dgid = to.gid;
+        ah.grh.sgid_index = 0;
+        ah.grh.hop_limit = 64;
+    }
+    return ah;
+}
+
+void to_rtr_rts(Q& q, const Q& peer) {
+    const QpOpts& o = q.o;
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_RTR;
+    int mask = IBV_QP_STATE;
+    if (o.type != IBV_QPT_UD) {
+        m.path_mtu = o.mtu;
+        m.dest_qp_num = static_cast<uint32_t>(peer.qpn() + o.dest_qpn_delta);
+        m.rq_psn = peer.o.psn;
+        m.ah_attr = ah_to(*q.d, *peer.d);
+        mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        if (o.type == IBV_QPT_RC) {
+            m.max_dest_rd_atomic = 4;
+            m.min_rnr_timer = o.min_rnr;
+            mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        }
+    }
+    CHECK_OK(ibv_modify_qp(q.qp, &m, mask));
+    m = {};
+    m.qp_state = IBV_QPS_RTS;
+    m.sq_psn = o.psn;
+    mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+    if (o.type == IBV_QPT_RC) {
+        m.timeout = o.timeout;
+        m.retry_cnt = o.retry;
+        m.rnr_retry = o.rnr_retry;
+        m.max_rd_atomic = 4;
+        mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+    }
+    CHECK_OK(ibv_modify_qp(q.qp, &m, mask));
+}
+
+void connect(Q& a, Q& b) {
+    to_rtr_rts(a, b);
+    to_rtr_rts(b, a);
+}
+
+std::pair<Q, Q> pair(Dev& da, Dev& db, const QpOpts& oa, const QpOpts& ob) {
+    Q a = mkqp(da, oa), b = mkqp(db, ob);
+    connect(a, b);
+    return {a, b};
+}
+
+std::pair<Q, Q> pair(Dev& d, const QpOpts& o = {}) { return pair(d, d, o, o); }
+
+ibv_sge sge(const Buf& b, size_t off, uint32_t len) { return ibv_sge{b.addr(off), len, b.lkey()}; }
+
+void post_recv(const Q& q, uint64_t wr_id, std::vector<ibv_sge> s) {
+    ibv_recv_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.sg_list = s.data();
+    wr.num_sge = static_cast<int>(s.size());
+    CHECK_OK(ibv_post_recv(q.qp, &wr, &bad));
+}
+
+void post_srq_recv(ibv_srq* srq, uint64_t wr_id, std::vector<ibv_sge> s) {
+    ibv_recv_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.sg_list = s.data();
+    wr.num_sge = static_cast<int>(s.size());
+    CHECK_OK(ibv_post_srq_recv(srq, &wr, &bad));
+}
+
+struct Send {
+    ibv_wr_opcode op = IBV_WR_SEND;
+    uint64_t wr_id = 0;
+    std::vector<ibv_sge> sges;
+    unsigned flags = IBV_SEND_SIGNALED;
+    uint32_t imm = 0;      // network order, as ibv_send_wr carries it
+    uint64_t raddr = 0;
+    uint32_t rkey = 0;
+    uint64_t cmp = 0, swap = 0;
+    ibv_ah* ah = nullptr;
+    uint32_t rqpn = 0, rqkey = 0;
+};
+
+int try_post(const Q& q, const Send& s) {
+    ibv_send_wr wr{}, *bad = nullptr;
+    std::vector<ibv_sge> sg = s.sges;
+    wr.wr_id = s.wr_id;
+    wr.opcode = s.op;
+    wr.sg_list = sg.data();
+    wr.num_sge = static_cast<int>(sg.size());
+    wr.send_flags = s.flags;
+    wr.imm_data = s.imm;
+    if (s.op == IBV_WR_ATOMIC_CMP_AND_SWP || s.op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+        wr.wr.atomic.remote_addr = s.raddr;
+        wr.wr.atomic.rkey = s.rkey;
+        wr.wr.atomic.compare_add = s.op == IBV_WR_ATOMIC_CMP_AND_SWP ? s.cmp : s.swap;
+        wr.wr.atomic.swap = s.swap;
+    } else if (s.ah) {
+        wr.wr.ud.ah = s.ah;
+        wr.wr.ud.remote_qpn = s.rqpn;
+        wr.wr.ud.remote_qkey = s.rqkey;
+    } else {
+        wr.wr.rdma.remote_addr = s.raddr;
+        wr.wr.rdma.rkey = s.rkey;
+    }
+    return ibv_post_send(q.qp, &wr, &bad);
+}
+
+void post(const Q& q, const Send& s) { CHECK_OK(try_post(q, s)); }
+
+ibv_wc poll1(int line, ibv_cq* cq, int ms = 10000) {
+    ibv_wc wc;
+    const uint64_t end = ms_now() + ms;
+    for (;;) {
+        memset(&wc, 0xa5, sizeof wc);   // fields the provider does not set show up
+        int n = ibv_poll_cq(cq, 1, &wc);
+        if (n < 0)
+            die(line, "ibv_poll_cq returned %d", n);
+        if (n == 1)
+            return wc;
+        if (ms_now() > end)
+            die(line, "no completion within %d ms", ms);
+        usleep(50);
+    }
+}
+#define POLL1(cq) poll1(__LINE__, (cq))
+#define POLL1T(cq, ms) poll1(__LINE__, (cq), (ms))
+
+void poll_none(int line, ibv_cq* cq, int ms) {
+    ibv_wc wc;
+    const uint64_t end = ms_now() + ms;
+    while (ms_now() < end) {
+        int n = ibv_poll_cq(cq, 1, &wc);
+        if (n != 0)
+            die(line, "unexpected completion: n %d status %d (%s) opcode %d wr_id 0x%llx", n, wc.status,
+                ibv_wc_status_str(wc.status), wc.opcode, (unsigned long long)wc.wr_id);
+        usleep(1000);
+    }
+}
+#define POLL_NONE(cq, ms) poll_none(__LINE__, (cq), (ms))
+
+// What a completion must say. Fields left at -1 are not defined for it.
+struct Want {
+    int status = IBV_WC_SUCCESS;
+    int opcode = -1;
+    int64_t byte_len = -1;
+    uint64_t wr_id = 0;
+    uint32_t qp_num = 0;
+    int64_t imm = -1;            // network order value; implies IBV_WC_WITH_IMM
+    bool grh = false;
+    int64_t src_qp = -1;         // receive completions
+    int slid = -1;
+};
+
+void check_wc(int line, const ibv_wc& wc, const Want& w) {
+    auto bad = [&](const char* f, unsigned long long got, unsigned long long want) {
+        die(line, "wc.%s = 0x%llx (%llu), want 0x%llx (%llu) [status %d %s opcode %d wr_id 0x%llx vendor_err 0x%x]", f,
+            got, got, want, want, wc.status, ibv_wc_status_str(wc.status), wc.opcode, (unsigned long long)wc.wr_id,
+            wc.vendor_err);
+    };
+    if (wc.status != w.status)
+        bad("status", wc.status, w.status);
+    if (wc.wr_id != w.wr_id)
+        bad("wr_id", wc.wr_id, w.wr_id);
+    if (wc.qp_num != w.qp_num)
+        bad("qp_num", wc.qp_num, w.qp_num);
+    if (w.status != IBV_WC_SUCCESS)
+        return;   // only status, wr_id, qp_num (and vendor_err) are defined
+    if (w.opcode >= 0 && wc.opcode != w.opcode)
+        bad("opcode", wc.opcode, w.opcode);
+    if (w.byte_len >= 0 && wc.byte_len != w.byte_len)
+        bad("byte_len", wc.byte_len, w.byte_len);
+    // (the requester's completion of an operation with immediate carries
+    // IBV_WC_WITH_IMM too, but no imm_data)
+    const bool recv = w.opcode >= 0 && (w.opcode & IBV_WC_RECV);
+    unsigned flags = (w.imm >= 0 ? IBV_WC_WITH_IMM : 0) | (w.grh ? IBV_WC_GRH : 0);
+    if (wc.wc_flags != flags)
+        bad("wc_flags", wc.wc_flags, flags);
+    if (recv && w.imm >= 0 && wc.imm_data != static_cast<uint32_t>(w.imm))
+        bad("imm_data", wc.imm_data, w.imm);
+    if (recv) {
+        if (w.src_qp >= 0 && wc.src_qp != w.src_qp)
+            bad("src_qp", wc.src_qp, w.src_qp);
+        if (w.slid >= 0 && wc.slid != w.slid)
+            bad("slid", wc.slid, w.slid);
+        if (wc.sl != 0)
+            bad("sl", wc.sl, 0);
+        // libmlx5 takes pkey_index from the CQE word that also holds the
+        // immediate, so it is defined only without one
+        if (w.imm < 0 && wc.pkey_index != 0)
+            bad("pkey_index", wc.pkey_index, 0);
+        if (wc.dlid_path_bits != 0)
+            bad("dlid_path_bits", wc.dlid_path_bits, 0);
+    }
+}
+#define CHECK_WC(wc, ...) check_wc(__LINE__, (wc), Want __VA_ARGS__)
+
+// The receive completion of a message from q_from arriving at q_to.
+Want recv_want(const Q& to, const Q& from, uint64_t wr_id, uint32_t len, int opcode = IBV_WC_RECV) {
+    Want w;
+    w.opcode = opcode;
+    w.byte_len = len;
+    w.wr_id = wr_id;
+    w.qp_num = to.qpn();
+    w.src_qp = from.qpn();
+    w.slid = is_eth(*from.d) ? 0 : from.d->pa.lid;
+    w.grh = is_eth(*from.d);
+    return w;
+}
+
+Want send_want(const Q& q, uint64_t wr_id, int opcode, int64_t byte_len = -1, bool imm = false) {
+    Want w;
+    if (imm)
+        w.imm = 0;   // IBV_WC_WITH_IMM expected
+    w.opcode = opcode;
+    w.wr_id = wr_id;
+    w.qp_num = q.qpn();
+    w.byte_len = byte_len;
+    return w;
+}
+
+Want err_want(const Q& q, uint64_t wr_id, int status) {
+    Want w;
+    w.status = status;
+    w.wr_id = wr_id;
+    w.qp_num = q.qpn();
+    return w;
+}
+
+ibv_qp_state qp_state(const Q& q) {
+    ibv_qp_attr a{};
+    ibv_qp_init_attr ia{};
+    CHECK_OK(ibv_query_qp(q.qp, &a, IBV_QP_STATE, &ia));
+    return a.qp_state;
+}
+
+// Waits for one async event (acked); dies after ms.
+ibv_async_event async_wait(int line, Dev& d, int ms = 5000) {
+    pollfd pf{d.ctx->async_fd, POLLIN, 0};
+    int r = poll(&pf, 1, ms);
+    if (r != 1)
+        die(line, "no async event within %d ms", ms);
+    ibv_async_event ev;
+    if (ibv_get_async_event(d.ctx, &ev))
+        die(line, "ibv_get_async_event: %s", strerror(errno));
+    ibv_ack_async_event(&ev);
+    return ev;
+}
+#define ASYNC_WAIT(d, ...) async_wait(__LINE__, (d), ##__VA_ARGS__)
+
+void async_none(int line, Dev& d, int ms) {
+    pollfd pf{d.ctx->async_fd, POLLIN, 0};
+    if (poll(&pf, 1, ms) != 0) {
+        ibv_async_event ev;
+        ibv_get_async_event(d.ctx, &ev);
+        die(line, "unexpected async event %d (%s)", ev.event_type, ibv_event_type_str(ev.event_type));
+    }
+}
+
+// ------------------------------------------------------------------ cases
+
+std::map<std::string, std::function<void()>>& cases() {
+    static std::map<std::string, std::function<void()>> m;
+    return m;
+}
+struct Reg {
+    Reg(const char* n, std::function<void()> f) { cases()[n] = std::move(f); }
+};
+#define CASE(name)                          \
+    void case_##name();                     \
+    Reg reg_##name(#name, case_##name);     \
+    void case_##name()
+
+// One send of len bytes from a to b: data and both completions checked.
+void send_one(Q& a, Q& b, Buf& sb, Buf& rb, uint32_t len, uint64_t id) {
+    fill(sb, 0, len, static_cast<uint32_t>(id));
+    memset(rb.p, 0xee, std::min(rb.n, size_t(len) + 64));
+    post_recv(b, id + 1000, {sge(rb, 0, static_cast<uint32_t>(rb.n))});
+    post(a, {.wr_id = id, .sges = {sge(sb, 0, len)}});
+    ibv_wc wc = POLL1(b.rcq);
+    check_wc(__LINE__, wc, recv_want(b, a, id + 1000, len));
+    wc = POLL1(a.scq);
+    check_wc(__LINE__, wc, send_want(a, id, IBV_WC_SEND));
+    SAME(rb.p, sb.p, len, "received data");
+    if (rb.n > len)
+        CHECK_EQ(rb.p[len], 0xee);   // nothing written past the message
+}
+
+CASE(rc_send_sizes) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 1 << 20), rb = mkbuf(d.pd, (1 << 20) + 64);
+    const uint32_t sizes[] = {1, 4096, 1 << 20, 1024, 1025, 0};
+    uint64_t id = 1;
+    for (uint32_t n : sizes)
+        send_one(a, b, sb, rb, n, id++);
+}
+
+CASE(rc_send_sge) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 16384), rb = mkbuf(d.pd, 16384);
+    fill(sb, 0, sb.n, 7);
+    memset(rb.p, 0xee, rb.n);
+    // receive: 4 SGEs of 10, 1, 2000, 5000 bytes at scattered offsets
+    post_recv(b, 77, {sge(rb, 100, 10), sge(rb, 300, 1), sge(rb, 1000, 2000), sge(rb, 8000, 5000)});
+    // send: 3 SGEs of 7, 2500, 3 bytes (2510 total)
+    post(a, {.wr_id = 5, .sges = {sge(sb, 0, 7), sge(sb, 4096, 2500), sge(sb, 9000, 3)}});
+    ibv_wc wc = POLL1(b.rcq);
+    check_wc(__LINE__, wc, recv_want(b, a, 77, 2510));
+    wc = POLL1(a.scq);
+    check_wc(__LINE__, wc, send_want(a, 5, IBV_WC_SEND));
+    std::vector<uint8_t> msg;
+    msg.insert(msg.end(), sb.p, sb.p + 7);
+    msg.insert(msg.end(), sb.p + 4096, sb.p + 4096 + 2500);
+    msg.insert(msg.end(), sb.p + 9000, sb.p + 9003);
+    SAME(rb.p + 100, msg.data(), 10, "sge 0");
+    SAME(rb.p + 300, msg.data() + 10, 1, "sge 1");
+    SAME(rb.p + 1000, msg.data() + 11, 2000, "sge 2");
+    SAME(rb.p + 8000, msg.data() + 2011, 499, "sge 3");
+    CHECK_EQ(rb.p[110], 0xee);
+    CHECK_EQ(rb.p[301], 0xee);
+    CHECK_EQ(rb.p[3000], 0xee);
+    CHECK_EQ(rb.p[8499], 0xee);
+    CHECK_EQ(rb.p[99], 0xee);
+}
+
+CASE(rc_send_inline) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf rb = mkbuf(d.pd, 4096);
+    // inline data comes from unregistered memory
+    std::vector<uint8_t> m1(60), m2(3);
+    for (size_t i = 0; i < m1.size(); ++i)
+        m1[i] = static_cast<uint8_t>(i * 7 + 1);
+    m2 = {0xde, 0xad, 0x42};
+    post_recv(b, 1, {sge(rb, 0, 2048)});
+    post_recv(b, 2, {sge(rb, 2048, 2048)});
+    ibv_sge s1{reinterpret_cast<uint64_t>(m1.data()), 30, 0xdeadbeef};
+    ibv_sge s2{reinterpret_cast<uint64_t>(m1.data() + 30), 30, 0};
+    post(a, {.wr_id = 10, .sges = {s1, s2}, .flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE});
+    ibv_sge s3{reinterpret_cast<uint64_t>(m2.data()), 3, 0};
+    post(a, {.op = IBV_WR_SEND_WITH_IMM, .wr_id = 11, .sges = {s3}, .flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+             .imm = htobe32(0x01020304)});
+    memset(m1.data(), 0, m1.size());   // the provider copied it at post time
+    ibv_wc wc = POLL1(b.rcq);
+    check_wc(__LINE__, wc, recv_want(b, a, 1, 60));
+    wc = POLL1(b.rcq);
+    Want w = recv_want(b, a, 2, 3);
+    w.imm = htobe32(0x01020304);
+    check_wc(__LINE__, wc, w);
+    for (size_t i = 0; i < 60; ++i)
+        CHECK_EQ(rb.p[i], static_cast<uint8_t>(i * 7 + 1));
+    CHECK_EQ(rb.p[2048], 0xde);
+    CHECK_EQ(rb.p[2050], 0x42);
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 10, IBV_WC_SEND));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 11, IBV_WC_SEND, -1, true));
+}
+
+CASE(rc_send_imm) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 8192), rb = mkbuf(d.pd, 8192);
+    fill(sb, 0, 5000, 3);
+    post_recv(b, 9, {sge(rb, 0, 8192)});
+    post_recv(b, 10, {sge(rb, 0, 8192)});
+    post(a, {.op = IBV_WR_SEND_WITH_IMM, .wr_id = 1, .sges = {sge(sb, 0, 5000)}, .imm = htobe32(0xcafe0001)});
+    post(a, {.op = IBV_WR_SEND_WITH_IMM, .wr_id = 2, .sges = {}, .imm = htobe32(0xcafe0002)});
+    Want w = recv_want(b, a, 9, 5000);
+    w.imm = htobe32(0xcafe0001);
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    SAME(rb.p, sb.p, 5000, "data");
+    w = recv_want(b, a, 10, 0);
+    w.imm = htobe32(0xcafe0002);
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_SEND, -1, true));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 2, IBV_WC_SEND, -1, true));
+}
+
+CASE(rc_unsignaled) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 64 * 1024), rb = mkbuf(d.pd, 64 * 1024);
+    fill(sb, 0, sb.n, 9);
+    for (int round = 0; round < 20; ++round) {
+        for (int i = 0; i < 6; ++i)
+            post_recv(b, 100 * round + i, {sge(rb, i * 8192, 8192)});
+        for (int i = 0; i < 6; ++i)
+            post(a, {.wr_id = uint64_t(100 * round + i), .sges = {sge(sb, i * 8192, 1000 + i * 1000)},
+                     .flags = i == 5 ? unsigned(IBV_SEND_SIGNALED) : 0u});
+        for (int i = 0; i < 6; ++i) {
+            check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 100 * round + i, 1000 + i * 1000));
+            SAME(rb.p + i * 8192, sb.p + i * 8192, 1000 + i * 1000, "data");
+        }
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, 100 * round + 5, IBV_WC_SEND));
+        POLL_NONE(a.scq, round == 0 ? 50 : 0);
+    }
+}
+
+CASE(rc_two_devices) {
+    Dev d0 = open_dev("mlx5_0"), d1 = open_dev("mlx5_1");
+    CHECK(d0.pa.lid != d1.pa.lid || is_eth(d0));
+    auto [a, b] = pair(d0, d1, QpOpts{}, QpOpts{});
+    Buf sb = mkbuf(d0.pd, 1 << 18), rb = mkbuf(d1.pd, (1 << 18) + 64);
+    send_one(a, b, sb, rb, 1 << 18, 1);
+    send_one(a, b, sb, rb, 17, 2);
+    Buf wb = mkbuf(d1.pd, 65536);
+    fill(sb, 0, 65536, 5);
+    post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 3, .sges = {sge(sb, 0, 65536)}, .raddr = wb.addr(), .rkey = wb.rkey()});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 3, IBV_WC_RDMA_WRITE));
+    SAME(wb.p, sb.p, 65536, "written");
+    // and back from mlx5_1 to mlx5_0
+    Buf sb1 = mkbuf(d1.pd, 4096), rb0 = mkbuf(d0.pd, 4096 + 64);
+    send_one(b, a, sb1, rb0, 4096, 4);
+}
+
+CASE(rc_write) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 1 << 20), tb = mkbuf(d.pd, (1 << 20) + 8192);
+    const uint32_t sizes[] = {1, 4096, 1 << 20, 3000};
+    uint64_t id = 1;
+    for (uint32_t n : sizes) {
+        fill(sb, 0, n, static_cast<uint32_t>(id));
+        memset(tb.p, 0xee, tb.n);
+        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = id, .sges = {sge(sb, 0, n)}, .raddr = tb.addr(100),
+                 .rkey = tb.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, id, IBV_WC_RDMA_WRITE));
+        SAME(tb.p + 100, sb.p, n, "written data");
+        CHECK_EQ(tb.p[99], 0xee);
+        CHECK_EQ(tb.p[100 + n], 0xee);
+        ++id;
+    }
+    // a zero-length write completes too
+    post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 50, .sges = {}, .raddr = tb.addr(), .rkey = tb.rkey()});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 50, IBV_WC_RDMA_WRITE));
+    POLL_NONE(b.rcq, 50);   // writes consume no receive and make no completion
+}
+
+CASE(rc_write_imm) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 1 << 18), tb = mkbuf(d.pd, 1 << 18), rb = mkbuf(d.pd, 64);
+    fill(sb, 0, sb.n, 11);
+    memset(rb.p, 0xee, 64);
+    post_recv(b, 31, {sge(rb, 0, 64)});
+    post_recv(b, 32, {sge(rb, 0, 64)});
+    post(a, {.op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 1, .sges = {sge(sb, 0, 200000)}, .imm = htobe32(0xabcd),
+             .raddr = tb.addr(), .rkey = tb.rkey()});
+    Want w = recv_want(b, a, 31, 200000, IBV_WC_RECV_RDMA_WITH_IMM);
+    w.imm = htobe32(0xabcd);
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_RDMA_WRITE, -1, true));
+    SAME(tb.p, sb.p, 200000, "written data");
+    CHECK_EQ(rb.p[0], 0xee);   // the receive buffer is not touched
+    // zero-length write with immediate
+    post(a, {.op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 2, .sges = {}, .imm = htobe32(7), .raddr = 0, .rkey = 0});
+    w = recv_want(b, a, 32, 0, IBV_WC_RECV_RDMA_WITH_IMM);
+    w.imm = htobe32(7);
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 2, IBV_WC_RDMA_WRITE, -1, true));
+}
+
+CASE(rc_read) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf src = mkbuf(d.pd, (1 << 20) + 4096), dst = mkbuf(d.pd, (1 << 20) + 4096);
+    fill(src, 0, src.n, 13);
+    const uint32_t sizes[] = {5, 1 << 20, 1024, 4097};
+    uint64_t id = 1;
+    for (uint32_t n : sizes) {
+        memset(dst.p, 0xee, dst.n);
+        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = id, .sges = {sge(dst, 8, n)}, .raddr = src.addr(3),
+                 .rkey = src.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, id, IBV_WC_RDMA_READ, n));
+        SAME(dst.p + 8, src.p + 3, n, "read data");
+        CHECK_EQ(dst.p[7], 0xee);
+        CHECK_EQ(dst.p[8 + n], 0xee);
+        ++id;
+    }
+    // a read scattered into two SGEs, mixed with sends, completes in order
+    Buf rb = mkbuf(d.pd, 4096);
+    post_recv(b, 99, {sge(rb, 0, 4096)});
+    memset(dst.p, 0xee, dst.n);
+    post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 20, .sges = {sge(dst, 0, 3000), sge(dst, 10000, 3000)},
+             .raddr = src.addr(), .rkey = src.rkey()});
+    post(a, {.wr_id = 21, .sges = {sge(src, 0, 100)}});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 20, IBV_WC_RDMA_READ, 6000));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 21, IBV_WC_SEND));
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 99, 100));
+    SAME(dst.p, src.p, 3000, "read sge 0");
+    SAME(dst.p + 10000, src.p + 3000, 3000, "read sge 1");
+}
+
+CASE(rc_atomic) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf tgt = mkbuf(d.pd, 64), res = mkbuf(d.pd, 64);
+    uint64_t* t = reinterpret_cast<uint64_t*>(tgt.p);
+    uint64_t* r = reinterpret_cast<uint64_t*>(res.p);
+    t[1] = 0x1122334455667788ull;
+    // compare & swap that matches
+    post(a, {.op = IBV_WR_ATOMIC_CMP_AND_SWP, .wr_id = 1, .sges = {sge(res, 0, 8)}, .raddr = tgt.addr(8),
+             .rkey = tgt.rkey(), .cmp = 0x1122334455667788ull, .swap = 0xaaaabbbbccccddddull});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_COMP_SWAP, 8));
+    CHECK_EQ(r[0], 0x1122334455667788ull);
+    CHECK_EQ(t[1], 0xaaaabbbbccccddddull);
+    // compare & swap that fails: memory unchanged, the current value returned
+    post(a, {.op = IBV_WR_ATOMIC_CMP_AND_SWP, .wr_id = 2, .sges = {sge(res, 8, 8)}, .raddr = tgt.addr(8),
+             .rkey = tgt.rkey(), .cmp = 0x1234, .swap = 0x5678});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 2, IBV_WC_COMP_SWAP, 8));
+    CHECK_EQ(r[1], 0xaaaabbbbccccddddull);
+    CHECK_EQ(t[1], 0xaaaabbbbccccddddull);
+    // fetch & add, twice, with wrap-around
+    t[2] = 0xfffffffffffffff0ull;
+    post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 3, .sges = {sge(res, 16, 8)}, .raddr = tgt.addr(16),
+             .rkey = tgt.rkey(), .swap = 0x20});
+    post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 4, .sges = {sge(res, 24, 8)}, .raddr = tgt.addr(16),
+             .rkey = tgt.rkey(), .swap = 1});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 3, IBV_WC_FETCH_ADD, 8));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 4, IBV_WC_FETCH_ADD, 8));
+    CHECK_EQ(r[2], 0xfffffffffffffff0ull);
+    CHECK_EQ(r[3], 0x10ull);
+    CHECK_EQ(t[2], 0x11ull);
+    CHECK_EQ(t[0], 0);
+    CHECK_EQ(t[3], 0);
+    // many atomics in flight: the sum is exact
+    t[4] = 0;
+    for (int i = 0; i < 100; ++i)
+        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = uint64_t(100 + i), .sges = {sge(res, 32, 8)},
+                 .flags = i == 99 ? unsigned(IBV_SEND_SIGNALED) : 0u, .raddr = tgt.addr(32), .rkey = tgt.rkey(),
+                 .swap = uint64_t(i)});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 199, IBV_WC_FETCH_ADD, 8));
+    CHECK_EQ(t[4], 4950);
+    CHECK_EQ(r[4], 4950 - 99);
+}
+
+CASE(uc_send_write) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.type = IBV_QPT_UC;
+    auto [a, b] = pair(d, o);
+    Buf sb = mkbuf(d.pd, 1 << 16), rb = mkbuf(d.pd, (1 << 16) + 64), tb = mkbuf(d.pd, 1 << 16);
+    send_one(a, b, sb, rb, 1, 1);
+    send_one(a, b, sb, rb, 10000, 2);
+    fill(sb, 0, 20000, 3);
+    post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 3, .sges = {sge(sb, 0, 20000)}, .raddr = tb.addr(), .rkey = tb.rkey()});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 3, IBV_WC_RDMA_WRITE));
+    // UC completes at transmission; wait for the data to land
+    const uint64_t end = ms_now() + 5000;
+    while (memcmp(tb.p, sb.p, 20000) && ms_now() < end)
+        usleep(1000);
+    SAME(tb.p, sb.p, 20000, "written data");
+    post_recv(b, 4, {sge(rb, 0, 64)});
+    post(a, {.op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 5, .sges = {sge(sb, 0, 3000)}, .imm = htobe32(0x55),
+             .raddr = tb.addr(30000), .rkey = tb.rkey()});
+    Want w = recv_want(b, a, 4, 3000, IBV_WC_RECV_RDMA_WITH_IMM);
+    w.imm = htobe32(0x55);
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 5, IBV_WC_RDMA_WRITE, -1, true));
+    SAME(tb.p + 30000, sb.p, 3000, "write-imm data");
+    // UC has no reads or atomics: the provider or device refuses them
+    if (try_post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 6, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(), .rkey = tb.rkey()}) == 0) {
+        ibv_wc wc = POLL1(a.scq);
+        CHECK(wc.status != IBV_WC_SUCCESS);
+    }
+}
+
+struct UdPair {
+    Q a, b;
+    ibv_ah* ah_ab = nullptr;
+};
+
+void ud_check(const Q& a, const Q& b, ibv_ah* ah, Buf& sb, Buf& rb, uint32_t len, uint64_t id, bool grh,
+              uint32_t imm = 0) {
+    fill(sb, 0, len, static_cast<uint32_t>(id));
+    memset(rb.p, 0xee, rb.n);
+    post_recv(b, id + 500, {sge(rb, 0, static_cast<uint32_t>(rb.n))});
+    post(a, {.op = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, .wr_id = id, .sges = {sge(sb, 0, len)}, .imm = imm,
+             .ah = ah, .rqpn = b.qpn(), .rqkey = b.o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, id, IBV_WC_SEND, -1, imm != 0));
+    Want w = recv_want(b, a, id + 500, 40 + len);
+    w.grh = grh;
+    if (imm)
+        w.imm = imm;
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    SAME(rb.p + 40, sb.p, len, "UD payload");
+    if (!grh)
+        for (int i = 0; i < 40; ++i)
+            CHECK_EQ(rb.p[i], 0xee);   // no GRH: the first 40 bytes are not written
+}
+
+CASE(ud_send) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.type = IBV_QPT_UD;
+    o.sig_all = true;
+    auto [a, b] = pair(d, o);
+    ibv_ah_attr aa = ah_to(d, d);
+    ibv_ah* ah = ibv_create_ah(d.pd, &aa);
+    CHECK(ah);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 40);
+    ud_check(a, b, ah, sb, rb, 1, 1, is_eth(d));
+    ud_check(a, b, ah, sb, rb, 4096, 2, is_eth(d));
+    ud_check(a, b, ah, sb, rb, 100, 3, is_eth(d), htobe32(0x99887766));
+    // with a GRH: the first 40 bytes are the GRH as sent
+    ibv_ah_attr ga = ah_to(d, d, true);
+    ga.grh.hop_limit = 7;
+    ga.grh.traffic_class = 0x20;
+    ga.grh.flow_label = 0x12345;
+    ibv_ah* gah = ibv_create_ah(d.pd, &ga);
+    CHECK(gah);
+    for (uint32_t len : {33u, 1000u}) {
+        ud_check(a, b, gah, sb, rb, len, 10 + len, true);
+        const uint8_t* g = rb.p;
+        const uint32_t w0 = be32toh(*reinterpret_cast<const uint32_t*>(g));
+        CHECK_EQ(w0 >> 28, 6);                  // IP version 6
+        CHECK_EQ((w0 >> 20) & 0xff, 0x20);      // traffic class
+        CHECK_EQ(w0 & 0xfffff, 0x12345);        // flow label
+        const uint16_t paylen = be16toh(*reinterpret_cast<const uint16_t*>(g + 4));
+        CHECK_EQ(paylen, 12 + 8 + ((len + 3) & ~3u) + 4);   // BTH + DETH + payload + pad + ICRC
+        CHECK_EQ(g[6], 0x1b);                   // next header: IBA transport
+        CHECK_EQ(g[7], 7);                      // hop limit
+        SAME(g + 8, d.gid.raw, 16, "GRH sgid");
+        SAME(g + 24, d.gid.raw, 16, "GRH dgid");
+    }
+}
+
+CASE(ud_qkey) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.type = IBV_QPT_UD;
+    o.sig_all = true;
+    auto [a, b] = pair(d, o);
+    ibv_ah_attr aa = ah_to(d, d);
+    ibv_ah* ah = ibv_create_ah(d.pd, &aa);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 40);
+    fill(sb, 0, 64, 1);
+    post_recv(b, 1, {sge(rb, 0, 4096 + 40)});
+    post(a, {.wr_id = 5, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn(), .rqkey = o.qkey + 1});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 5, IBV_WC_SEND));   // UD sends complete anyway
+    POLL_NONE(b.rcq, 200);                                              // dropped at the receiver
+    // to a QPN nobody has: lost as well
+    post(a, {.wr_id = 6, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn() + 77, .rqkey = o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 6, IBV_WC_SEND));
+    POLL_NONE(b.rcq, 100);
+    // the right Q_Key: the receive posted before is used
+    fill(sb, 0, 64, 2);
+    post(a, {.wr_id = 7, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn(), .rqkey = o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 7, IBV_WC_SEND));
+    Want w = recv_want(b, a, 1, 104);
+    w.grh = is_eth(d);
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    SAME(rb.p + 40, sb.p, 64, "payload");
+    // too long for the receive buffer: local length error at the receiver
+    post_recv(b, 2, {sge(rb, 0, 50)});
+    post(a, {.wr_id = 8, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn(), .rqkey = o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 8, IBV_WC_SEND));
+    check_wc(__LINE__, POLL1(b.rcq), err_want(b, 2, IBV_WC_LOC_LEN_ERR));
+}
+
+CASE(srq) {
+    Dev d = open_dev("mlx5_0");
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 128;
+    sa.attr.max_sge = 2;
+    ibv_srq* srq = ibv_create_srq(d.pd, &sa);
+    CHECK(srq);
+    ibv_cq* rcq = mkcq(d, 512);
+    constexpr int kQps = 8, kMsgs = 4, kPosted = 40;
+    std::vector<Q> snd, rcv;
+    for (int i = 0; i < kQps; ++i) {
+        QpOpts ro;
+        ro.srq = srq;
+        ro.rcq = rcq;
+        Q s = mkqp(d, QpOpts{}), r = mkqp(d, ro);
+        connect(s, r);
+        snd.push_back(s);
+        rcv.push_back(r);
+    }
+    Buf sb = mkbuf(d.pd, kQps * kMsgs * 256), rb = mkbuf(d.pd, kPosted * 256);
+    for (int i = 0; i < kPosted; ++i)
+        post_srq_recv(srq, 1000 + i, {sge(rb, i * 256, 128), sge(rb, i * 256 + 128, 128)});
+    ibv_srq_attr lim{};
+    lim.srq_limit = 10;
+    CHECK_OK(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT));
+    async_none(__LINE__, d, 50);
+    for (int m = 0; m < kMsgs; ++m)
+        for (int i = 0; i < kQps; ++i) {
+            uint8_t* p = sb.p + (m * kQps + i) * 256;
+            memset(p, 0, 200);
+            p[0] = static_cast<uint8_t>(i);
+            p[1] = static_cast<uint8_t>(m);
+            p[199] = 0x77;
+            post(snd[i], {.wr_id = uint64_t(m), .sges = {sge(sb, (m * kQps + i) * 256, 200)}});
+        }
+    int seen[kQps] = {};
+    std::vector<bool> used(kPosted);
+    for (int k = 0; k < kQps * kMsgs; ++k) {
+        ibv_wc wc = POLL1(rcq);
+        int qi = -1;
+        for (int i = 0; i < kQps; ++i)
+            if (rcv[i].qpn() == wc.qp_num)
+                qi = i;
+        CHECK(qi >= 0);
+        CHECK(wc.wr_id >= 1000 && wc.wr_id < 1000 + kPosted);
+        const int slot = static_cast<int>(wc.wr_id - 1000);
+        CHECK(!used[slot]);
+        used[slot] = true;
+        check_wc(__LINE__, wc, recv_want(rcv[qi], snd[qi], wc.wr_id, 200));
+        const uint8_t* got = rb.p + slot * 256;
+        CHECK_EQ(got[0], qi);
+        CHECK_EQ(got[1], seen[qi]);   // in order per QP
+        CHECK_EQ(got[128 + 71], 0x77);
+        ++seen[qi];
+    }
+    for (int i = 0; i < kQps; ++i)
+        for (int m = 0; m < kMsgs; ++m)
+            check_wc(__LINE__, POLL1(snd[i].scq), send_want(snd[i], m, IBV_WC_SEND));
+    // 40 posted, 32 taken: 8 left < limit 10
+    ibv_async_event ev = ASYNC_WAIT(d);
+    CHECK_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+    CHECK(ev.element.srq == srq);
+    async_none(__LINE__, d, 50);   // one-shot
+    ibv_srq_attr qa{};
+    CHECK_OK(ibv_query_srq(srq, &qa));
+    CHECK_EQ(qa.srq_limit, 0);     // disarmed by the event
+    // a receive QP on the SRQ that goes to error: LAST_WQE_REACHED, SRQ WQEs not flushed
+    ibv_qp_attr ea{};
+    ea.qp_state = IBV_QPS_ERR;
+    CHECK_OK(ibv_modify_qp(rcv[0].qp, &ea, IBV_QP_STATE));
+    ev = ASYNC_WAIT(d);
+    CHECK_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+    CHECK(ev.element.qp == rcv[0].qp);
+    POLL_NONE(rcq, 50);
+    // the SRQ still serves the others
+    post(snd[1], {.wr_id = 9, .sges = {sge(sb, 0, 10)}});
+    ibv_wc wc = POLL1(rcq);
+    CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+    CHECK_EQ(wc.qp_num, rcv[1].qpn());
+}
+
+// waits for a completion event on ch; false after ms
+bool chan_wait(ibv_comp_channel* ch, int ms, ibv_cq** cq_out) {
+    pollfd pf{ch->fd, POLLIN, 0};
+    if (poll(&pf, 1, ms) != 1)
+        return false;
+    void* ctx;
+    ibv_cq* cq;
+    CHECK_OK(ibv_get_cq_event(ch, &cq, &ctx));
+    ibv_ack_cq_events(cq, 1);
+    *cq_out = cq;
+    return true;
+}
+
+CASE(comp_channel) {
+    Dev d = open_dev("mlx5_0");
+    ibv_comp_channel* ch = ibv_create_comp_channel(d.ctx);
+    CHECK(ch);
+    QpOpts ob;
+    ob.ch = ch;
+    Q a = mkqp(d, QpOpts{}), b = mkqp(d, ob);
+    connect(a, b);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
+    for (int i = 0; i < 8; ++i)
+        post_recv(b, i, {sge(rb, 0, 4096)});
+    ibv_cq* got = nullptr;
+    // not armed: no event
+    post(a, {.wr_id = 0, .sges = {sge(sb, 0, 10)}});
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 0, 10));
+    CHECK(!chan_wait(ch, 100, &got));
+    // armed for any completion
+    CHECK_OK(ibv_req_notify_cq(b.rcq, 0));
+    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 11)}});
+    CHECK(chan_wait(ch, 5000, &got));
+    CHECK(got == b.rcq);
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 1, 11));
+    // one event per arm
+    post(a, {.wr_id = 2, .sges = {sge(sb, 0, 12)}});
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 2, 12));
+    CHECK(!chan_wait(ch, 100, &got));
+    // solicited only: an unsolicited message does not fire, a solicited one does
+    CHECK_OK(ibv_req_notify_cq(b.rcq, 1));
+    post(a, {.wr_id = 3, .sges = {sge(sb, 0, 13)}});
+    CHECK(!chan_wait(ch, 200, &got));
+    post(a, {.wr_id = 4, .sges = {sge(sb, 0, 14)}, .flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED});
+    CHECK(chan_wait(ch, 5000, &got));
+    CHECK(got == b.rcq);
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 3, 13));
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 4, 14));
+    // armed while a completion is already waiting: fires at once
+    post(a, {.wr_id = 5, .sges = {sge(sb, 0, 15)}});
+    usleep(100000);
+    CHECK_OK(ibv_req_notify_cq(b.rcq, 0));
+    CHECK(chan_wait(ch, 5000, &got));
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 5, 15));
+    for (int i = 0; i < 5; ++i)
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, i, IBV_WC_SEND));
+    CHECK_OK(ibv_destroy_qp(b.qp));
+    CHECK_OK(ibv_destroy_cq(b.rcq));   // returns: every event was acknowledged
+}
+
+// after an error: everything posted later flushes, sends and receives, in order
+void check_flush_after(Q& a, Buf& b, uint64_t base) {
+    CHECK_EQ(qp_state(a), IBV_QPS_ERR);
+    for (int i = 0; i < 3; ++i)
+        post(a, {.wr_id = base + i, .sges = {sge(b, 0, 8)}, .flags = i == 1 ? 0u : unsigned(IBV_SEND_SIGNALED)});
+    for (int i = 0; i < 3; ++i)
+        post_recv(a, base + 10 + i, {sge(b, 0, 8)});
+    for (int i = 0; i < 3; ++i) {
+        ibv_wc wc = POLL1(a.scq);
+        if (i == 1 && wc.wr_id == base + 2) {   // unsignaled WQEs need not produce a flush CQE
+            check_wc(__LINE__, wc, err_want(a, base + 2, IBV_WC_WR_FLUSH_ERR));
+            break;
+        }
+        check_wc(__LINE__, wc, err_want(a, base + i, IBV_WC_WR_FLUSH_ERR));
+    }
+    for (int i = 0; i < 3; ++i)
+        check_wc(__LINE__, POLL1(a.rcq), err_want(a, base + 10 + i, IBV_WC_WR_FLUSH_ERR));
+    POLL_NONE(a.scq, 20);
+    POLL_NONE(a.rcq, 20);
+}
+
+void rnr_case(uint8_t rnr_retry) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts oa, ob;
+    oa.rnr_retry = rnr_retry;
+    ob.min_rnr = 1;   // 0.01 ms
+    auto [a, b] = pair(d, d, oa, ob);
+    Buf sb = mkbuf(d.pd, 4096);
+    post_recv(a, 900, {sge(sb, 0, 64)});   // posted before the error: flushed
+    const uint64_t t0 = ms_now();
+    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 100)}});
+    post(a, {.wr_id = 2, .sges = {sge(sb, 0, 100)}});
+    check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_RNR_RETRY_EXC_ERR));
+    check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_WR_FLUSH_ERR));
+    check_wc(__LINE__, POLL1(a.rcq), err_want(a, 900, IBV_WC_WR_FLUSH_ERR));
+    CHECK(ms_now() - t0 < 3000);
+    check_flush_after(a, sb, 100);
+    // the responder saw no error
+    CHECK_EQ(qp_state(b), IBV_QPS_RTS);
+    POLL_NONE(b.rcq, 20);
+}
+
+CASE(rnr_retry0) { rnr_case(0); }
+CASE(rnr_retry1) { rnr_case(1); }
+
+CASE(rnr_recover) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts oa, ob;
+    oa.rnr_retry = 7;   // forever
+    ob.min_rnr = 12;    // 0.64 ms
+    auto [a, b] = pair(d, d, oa, ob);
+    Buf sb = mkbuf(d.pd, 8192), rb = mkbuf(d.pd, 8192);
+    fill(sb, 0, 8192, 4);
+    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 5000)}});
+    post(a, {.wr_id = 2, .sges = {sge(sb, 100, 10)}});
+    usleep(100000);
+    POLL_NONE(a.scq, 10);
+    post_recv(b, 11, {sge(rb, 0, 8192)});
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 11, 5000));
+    SAME(rb.p, sb.p, 5000, "data after RNR");
+    usleep(20000);
+    post_recv(b, 12, {sge(rb, 0, 8192)});
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 12, 10));
+    SAME(rb.p, sb.p + 100, 10, "second message");
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_SEND));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 2, IBV_WC_SEND));
+}
+
+CASE(retry_exceeded) {
+    Dev d = open_dev("mlx5_0");
+    // (1) the peer QP is destroyed
+    {
+        QpOpts o;
+        o.timeout = 8;   // ~1 ms
+        o.retry = 2;
+        auto [a, b] = pair(d, o);
+        CHECK_OK(ibv_destroy_qp(b.qp));
+        Buf sb = mkbuf(d.pd, 4096);
+        const uint64_t t0 = ms_now();
+        post(a, {.wr_id = 1, .sges = {sge(sb, 0, 100)}});
+        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 2, .sges = {sge(sb, 0, 100)}, .raddr = sb.addr(), .rkey = sb.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_RETRY_EXC_ERR));
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_WR_FLUSH_ERR));
+        CHECK(ms_now() - t0 < 5000);
+        check_flush_after(a, sb, 10);
+    }
+    // (2) a wrong destination QPN
+    {
+        QpOpts o;
+        o.timeout = 8;
+        o.retry = 1;
+        o.dest_qpn_delta = 0x33;
+        auto [a, b] = pair(d, o);
+        Buf sb = mkbuf(d.pd, 4096);
+        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 3, .sges = {sge(sb, 0, 100)}, .raddr = sb.addr(), .rkey = sb.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 3, IBV_WC_RETRY_EXC_ERR));
+        CHECK_EQ(qp_state(a), IBV_QPS_ERR);
+    }
+}
+
+CASE(rem_access) {
+    Dev d = open_dev("mlx5_0");
+    // (1) RDMA write with a bad rkey
+    {
+        auto [a, b] = pair(d);
+        Buf sb = mkbuf(d.pd, 4096), tb = mkbuf(d.pd, 4096);
+        post_recv(b, 55, {sge(tb, 0, 64)});
+        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 1, .sges = {sge(sb, 0, 100)}, .raddr = tb.addr(),
+                 .rkey = tb.rkey() ^ 0x100});
+        post(a, {.wr_id = 2, .sges = {sge(sb, 0, 10)}});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_REM_ACCESS_ERR));
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_WR_FLUSH_ERR));
+        // the responder: QP_ACCESS_ERR, to error, its receive flushed
+        ibv_async_event ev = ASYNC_WAIT(d);
+        CHECK_EQ(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+        CHECK(ev.element.qp == b.qp);
+        CHECK_EQ(qp_state(b), IBV_QPS_ERR);
+        check_wc(__LINE__, POLL1(b.rcq), err_want(b, 55, IBV_WC_WR_FLUSH_ERR));
+        check_flush_after(a, sb, 10);
+    }
+    // (2) RDMA read of an MR without REMOTE_READ
+    {
+        auto [a, b] = pair(d);
+        Buf sb = mkbuf(d.pd, 4096), tb = mkbuf(d.pd, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 3, .sges = {sge(sb, 0, 100)}, .raddr = tb.addr(), .rkey = tb.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 3, IBV_WC_REM_ACCESS_ERR));
+        ibv_async_event ev = ASYNC_WAIT(d);
+        CHECK_EQ(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+        CHECK(ev.element.qp == b.qp);
+    }
+    // (3) a write beyond the end of the remote MR; an atomic on a QP without REMOTE_ATOMIC
+    {
+        auto [a, b] = pair(d);
+        Buf sb = mkbuf(d.pd, 8192), tb = mkbuf(d.pd, 4096);
+        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 4, .sges = {sge(sb, 0, 200)}, .raddr = tb.addr(4000),
+                 .rkey = tb.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 4, IBV_WC_REM_ACCESS_ERR));
+        CHECK_EQ(ASYNC_WAIT(d).event_type, IBV_EVENT_QP_ACCESS_ERR);
+        CHECK_EQ(tb.p[4000], 0);
+    }
+    {
+        QpOpts ob;
+        ob.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+        auto [a, b] = pair(d, d, QpOpts{}, ob);
+        Buf sb = mkbuf(d.pd, 64), tb = mkbuf(d.pd, 64);
+        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 5, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(),
+                 .rkey = tb.rkey(), .swap = 1});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 5, IBV_WC_REM_ACCESS_ERR));
+        CHECK_EQ(ASYNC_WAIT(d).event_type, IBV_EVENT_QP_ACCESS_ERR);
+        CHECK_EQ(tb.p[0], 0);
+    }
+}
+
+CASE(loc_prot) {
+    Dev d = open_dev("mlx5_0");
+    ibv_pd* other = ibv_alloc_pd(d.ctx);
+    CHECK(other);
+    // (1) send from an MR of another PD
+    {
+        auto [a, b] = pair(d);
+        Buf ob = mkbuf(other, 4096), rb = mkbuf(d.pd, 4096);
+        post_recv(b, 1, {sge(rb, 0, 4096)});
+        post(a, {.wr_id = 1, .sges = {sge(ob, 0, 100)}});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_LOC_PROT_ERR));
+        POLL_NONE(b.rcq, 50);   // nothing went out
+        check_flush_after(a, rb, 10);
+    }
+    // (2) an SGE reaching beyond its MR; (3) an unknown lkey
+    for (int v = 0; v < 2; ++v) {
+        auto [a, b] = pair(d);
+        Buf sb = mkbuf(d.pd, 4096);
+        ibv_sge s = v == 0 ? sge(sb, 4000, 200) : ibv_sge{sb.addr(), 10, sb.lkey() + 0x1000};
+        post(a, {.wr_id = 7, .sges = {s}});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 7, IBV_WC_LOC_PROT_ERR));
+    }
+    // (4) an RDMA read into memory without LOCAL_WRITE
+    {
+        auto [a, b] = pair(d);
+        Buf src = mkbuf(d.pd, 4096), ro = mkbuf(d.pd, 4096, 0);
+        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 8, .sges = {sge(ro, 0, 64)}, .raddr = src.addr(), .rkey = src.rkey()});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 8, IBV_WC_LOC_PROT_ERR));
+    }
+    // (5) a receive SGE of another PD: the responder reports it, the requester gets a NAK
+    {
+        auto [a, b] = pair(d);
+        Buf sb = mkbuf(d.pd, 4096), ob = mkbuf(other, 4096);
+        post_recv(b, 9, {sge(ob, 0, 4096)});
+        post(a, {.wr_id = 9, .sges = {sge(sb, 0, 100)}});
+        check_wc(__LINE__, POLL1(b.rcq), err_want(b, 9, IBV_WC_LOC_PROT_ERR));
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 9, IBV_WC_REM_OP_ERR));
+        CHECK_EQ(qp_state(b), IBV_QPS_ERR);
+        CHECK_EQ(qp_state(a), IBV_QPS_ERR);
+    }
+}
+
+CASE(loc_len) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 8192), rb = mkbuf(d.pd, 8192);
+    post_recv(b, 1, {sge(rb, 0, 1000), sge(rb, 2000, 1000)});
+    post_recv(b, 2, {sge(rb, 0, 8192)});
+    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 2001)}});   // one byte too many (multi-packet)
+    check_wc(__LINE__, POLL1(b.rcq), err_want(b, 1, IBV_WC_LOC_LEN_ERR));
+    check_wc(__LINE__, POLL1(b.rcq), err_want(b, 2, IBV_WC_WR_FLUSH_ERR));
+    check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_REM_INV_REQ_ERR));
+    CHECK_EQ(qp_state(b), IBV_QPS_ERR);
+    check_flush_after(a, sb, 10);
+    check_flush_after(b, sb, 20);
+}
+
+CASE(flush) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 4096);
+    for (int i = 0; i < 5; ++i)
+        post_recv(a, 50 + i, {sge(sb, 0, 64)});
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_ERR;
+    CHECK_OK(ibv_modify_qp(a.qp, &m, IBV_QP_STATE));
+    for (int i = 0; i < 5; ++i)
+        check_wc(__LINE__, POLL1(a.rcq), err_want(a, 50 + i, IBV_WC_WR_FLUSH_ERR));
+    check_flush_after(a, sb, 100);
+    // back to RESET and up again: it works like new
+    m.qp_state = IBV_QPS_RESET;
+    CHECK_OK(ibv_modify_qp(a.qp, &m, IBV_QP_STATE));
+    m = {};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qp_access_flags = kAll;
+    CHECK_OK(ibv_modify_qp(a.qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    // the peer must restart too: it is also reset
+    m = {};
+    m.qp_state = IBV_QPS_RESET;
+    CHECK_OK(ibv_modify_qp(b.qp, &m, IBV_QP_STATE));
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qp_access_flags = kAll;
+    CHECK_OK(ibv_modify_qp(b.qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    a.o.psn = 0x777;
+    b.o.psn = 0x999;
+    connect(a, b);
+    Buf rb = mkbuf(d.pd, 8192);
+    send_one(a, b, sb, rb, 3000, 7);
+}
+
+CASE(modify_bad) {
+    Dev d = open_dev("mlx5_0");
+    ibv_cq* cq = mkcq(d, 16);
+    ibv_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(d.pd, &ia);
+    CHECK(qp);
+    ibv_qp_attr m{};
+    // RESET -> RTR / RTS: not allowed
+    m.qp_state = IBV_QPS_RTR;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE), EINVAL);
+    m.qp_state = IBV_QPS_RTS;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE), EINVAL);
+    // RESET -> INIT without the required attributes
+    m.qp_state = IBV_QPS_INIT;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE), EINVAL);
+    // with an attribute that does not belong to the transition (QKEY on RC)
+    m.port_num = 1;
+    m.qp_access_flags = 0;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_QKEY),
+             EINVAL);
+    // a bad port
+    m.port_num = 9;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EINVAL);
+    m.port_num = 1;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    // INIT -> RTR missing DEST_QPN
+    ibv_qp_attr r{};
+    r.qp_state = IBV_QPS_RTR;
+    r.path_mtu = IBV_MTU_1024;
+    r.rq_psn = 0;
+    r.ah_attr = ah_to(d, d);
+    r.max_dest_rd_atomic = 1;
+    r.min_rnr_timer = 1;
+    r.dest_qp_num = qp->qp_num;
+    const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                    IBV_QP_MIN_RNR_TIMER;
+    CHECK_EQ(ibv_modify_qp(qp, &r, rtr), EINVAL);
+    // INIT -> RTS: not allowed
+    m.qp_state = IBV_QPS_RTS;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE), EINVAL);
+    CHECK_EQ(qp_state(Q{&d, qp}), IBV_QPS_INIT);
+    CHECK_OK(ibv_modify_qp(qp, &r, rtr | IBV_QP_DEST_QPN));
+    // RTR -> RTS without TIMEOUT
+    ibv_qp_attr s{};
+    s.qp_state = IBV_QPS_RTS;
+    s.retry_cnt = 7;
+    s.rnr_retry = 7;
+    s.max_rd_atomic = 1;
+    CHECK_EQ(ibv_modify_qp(qp, &s, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_MAX_QP_RD_ATOMIC),
+             EINVAL);
+    CHECK_EQ(qp_state(Q{&d, qp}), IBV_QPS_RTR);
+    // to ERR is always allowed; ERR -> RTS is not
+    m.qp_state = IBV_QPS_ERR;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE));
+    m.qp_state = IBV_QPS_RTS;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE), EINVAL);
+    m.qp_state = IBV_QPS_INIT;
+    CHECK_EQ(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EINVAL);
+    m.qp_state = IBV_QPS_RESET;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE));
+    CHECK_EQ(qp_state(Q{&d, qp}), IBV_QPS_RESET);
+    CHECK_OK(ibv_destroy_qp(qp));
+}
+
+// UVERBS_SIM_FAULTS=cqe_error_at=2,syndrome=4: the second completion of the process fails
+CASE(fault_cqe) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
+    post_recv(b, 1, {sge(rb, 0, 4096)});
+    post(a, {.wr_id = 2, .sges = {sge(sb, 0, 10)}});
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 1, 10));   // completion 1
+    check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_LOC_PROT_ERR));   // completion 2
+    check_flush_after(a, sb, 10);
+}
+
+// UVERBS_SIM_FAULTS=fatal_after_ms=300
+CASE(fault_fatal) {
+    Dev d = open_dev("mlx5_0");
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 4096);
+    post_recv(b, 1, {sge(sb, 0, 64)});
+    ibv_async_event ev = ASYNC_WAIT(d, 5000);
+    CHECK_EQ(ev.event_type, IBV_EVENT_DEVICE_FATAL);
+    // every QP went to error: the posted receive is flushed
+    check_wc(__LINE__, POLL1(b.rcq), err_want(b, 1, IBV_WC_WR_FLUSH_ERR));
+    // commands fail now
+    errno = 0;
+    CHECK(ibv_alloc_pd(d.ctx) == nullptr);
+    CHECK(ibv_reg_mr(d.pd, sb.p, 64, IBV_ACCESS_LOCAL_WRITE) == nullptr);
+    CHECK(ibv_create_cq(d.ctx, 4, nullptr, nullptr, 0) == nullptr);
+    ibv_device_attr da;
+    CHECK(ibv_query_device(d.ctx, &da) != 0);
+}
+
+CASE(cq_overrun) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.cqe = 4;
+    o.sig_all = true;
+    Q a = mkqp(d, o), b = mkqp(d, QpOpts{});
+    connect(a, b);
+    const int n = a.scq->cqe + 3;   // more completions than the CQ holds
+    Buf sb = mkbuf(d.pd, 4096);
+    for (int i = 0; i < n; ++i)
+        post_recv(b, i, {sge(sb, 0, 64)});
+    for (int i = 0; i < n; ++i)
+        post(a, {.wr_id = uint64_t(i), .sges = {sge(sb, 0, 8)}});
+    ibv_async_event ev = ASYNC_WAIT(d);
+    CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+    CHECK(ev.element.cq == a.scq);
+    for (int i = 0; i < n; ++i)
+        CHECK_EQ(POLL1(b.rcq).status, IBV_WC_SUCCESS);
+    // the CQ held what fitted, in order
+    for (int i = 0; i < a.scq->cqe; ++i)
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, i, IBV_WC_SEND));
+    // a QP completing to the broken CQ is in error
+    CHECK_EQ(qp_state(a), IBV_QPS_ERR);
+}
+
+// RC, UC and atomics while every 7th packet on the wire is lost
+// (UVERBS_SIM_FAULTS=drop_every=7)
+CASE(drop_every) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.timeout = 12;   // 16 ms: a loaded CI host must not look like a dead peer
+    o.retry = 7;
+    auto [a, b] = pair(d, o);
+    Buf sb = mkbuf(d.pd, 1 << 20), rb = mkbuf(d.pd, 1 << 20), tb = mkbuf(d.pd, 1 << 20), at = mkbuf(d.pd, 64),
+        res = mkbuf(d.pd, 64);
+    fill(sb, 0, sb.n, 21);
+    // sends of 1..64 KiB, many in flight
+    for (int i = 0; i < 16; ++i)
+        post_recv(b, i, {sge(rb, i * 65536, 65536)});
+    for (int i = 0; i < 16; ++i)
+        post(a, {.wr_id = uint64_t(i), .sges = {sge(sb, i * 65536, 1024u * (i + 1) * 4 - 3)}});
+    for (int i = 0; i < 16; ++i) {
+        check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, i, 1024u * (i + 1) * 4 - 3));
+        SAME(rb.p + i * 65536, sb.p + i * 65536, 1024u * (i + 1) * 4 - 3, "sent data");
+    }
+    for (int i = 0; i < 16; ++i)
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, i, IBV_WC_SEND));
+    // a 1 MiB write, a 1 MiB read, atomics, interleaved
+    post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 100, .sges = {sge(sb, 0, 1 << 20)}, .raddr = tb.addr(), .rkey = tb.rkey()});
+    memset(rb.p, 0, rb.n);
+    post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 101, .sges = {sge(rb, 0, 1 << 20)}, .raddr = tb.addr(), .rkey = tb.rkey()});
+    for (int i = 0; i < 30; ++i)
+        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = uint64_t(200 + i), .sges = {sge(res, 0, 8)}, .flags = 0,
+                 .raddr = at.addr(), .rkey = at.rkey(), .swap = 1});
+    post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 102, .sges = {sge(at, 8, 8)}, .raddr = at.addr(), .rkey = at.rkey()});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 100, IBV_WC_RDMA_WRITE));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 101, IBV_WC_RDMA_READ, 1 << 20));
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 102, IBV_WC_RDMA_READ, 8));
+    SAME(tb.p, sb.p, 1 << 20, "written data");
+    SAME(rb.p, sb.p, 1 << 20, "read data");
+    CHECK_EQ(*reinterpret_cast<uint64_t*>(at.p), 30);   // each add exactly once
+    CHECK_EQ(*reinterpret_cast<uint64_t*>(at.p + 8), 30);
+    // UC: lost packets lose whole messages, never corrupt one or skip a receive
+    QpOpts u;
+    u.type = IBV_QPT_UC;
+    auto [ua, ub] = pair(d, u);
+    for (int i = 0; i < 40; ++i)
+        post_recv(ub, 1000 + i, {sge(rb, i * 4096, 4096)});
+    for (int i = 0; i < 40; ++i) {
+        fill(sb, i * 4096, 3000, 500 + i);
+        sb.p[i * 4096] = static_cast<uint8_t>(i);
+        post(ua, {.wr_id = uint64_t(i), .sges = {sge(sb, i * 4096, 3000)}});
+        check_wc(__LINE__, POLL1(ua.scq), send_want(ua, i, IBV_WC_SEND));
+    }
+    usleep(200000);
+    int got = 0;
+    ibv_wc wc;
+    while (ibv_poll_cq(ub.rcq, 1, &wc) == 1) {
+        // receives complete in posting order, each with one whole message
+        check_wc(__LINE__, wc, recv_want(ub, ua, 1000 + got, 3000));
+        const uint8_t* p = rb.p + got * 4096;
+        const int msg = p[0];
+        CHECK(msg < 40);
+        SAME(p, sb.p + msg * 4096, 3000, "UC message");
+        ++got;
+    }
+    CHECK(got > 10 && got < 40);
+    fprintf(stderr, "UC: %d of 40 messages arrived\n", got);
+}
+
+// ---------------------------------------------------- forged (bad) WQEs
+
+struct Raw {
+    Q q;
+    mlx5dv_qp dv{};
+    uint32_t pi = 0;   // basic blocks posted
+};
+
+Raw raw_qp(Dev& d) {
+    Raw r;
+    QpOpts o;
+    o.max_send_wr = 16;
+    auto [a, b] = pair(d, o);
+    r.q = a;
+    mlx5dv_obj obj{};
+    obj.qp.in = a.qp;
+    obj.qp.out = &r.dv;
+    CHECK_OK(mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP));
+    CHECK(r.dv.sq.wqe_cnt >= 8);
+    CHECK_EQ(r.dv.sq.stride, 64);
+    return r;
+}
+
+// Writes nbb basic blocks at the producer index and rings the doorbell record.
+void raw_post(Raw& r, const void* wqe, uint32_t nbb) {
+    for (uint32_t i = 0; i < nbb; ++i) {
+        uint8_t* slot = static_cast<uint8_t*>(r.dv.sq.buf) + ((r.pi + i) & (r.dv.sq.wqe_cnt - 1)) * 64;
+        memcpy(slot, static_cast<const uint8_t*>(wqe) + i * 64, 64);
+    }
+    r.pi += nbb;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    r.dv.dbrec[MLX5_SND_DBR] = htobe32(r.pi & 0xffff);
+}
+
+void raw_ctrl(uint8_t* w, const Raw& r, uint8_t opcode, uint32_t ds) {
+    auto* c = reinterpret_cast<mlx5_wqe_ctrl_seg*>(w);
+    c->opmod_idx_opcode = htobe32(((r.pi & 0xffff) << 8) | opcode);
+    c->qpn_ds = htobe32((r.q.qpn() << 8) | (ds & 0x3f));
+    c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+}
+
+// The error CQE of a forged WQE: its status, the QP in error, nothing more.
+void raw_expect(Raw& r, int status) {
+    ibv_wc wc = POLL1(r.q.scq);
+    CHECK_EQ(wc.status, status);
+    CHECK_EQ(wc.qp_num, r.q.qpn());
+    CHECK_EQ(qp_state(r.q), IBV_QPS_ERR);
+}
+
+CASE(bad_wqe) {
+    Dev d = open_dev("mlx5_0");
+    Buf mb = mkbuf(d.pd, 4096);
+    // a good forged send first: the forging itself is right
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_NOP, 1);
+        raw_post(r, w, 1);
+        ibv_wc wc = POLL1(r.q.scq);
+        CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        CHECK_EQ(qp_state(r.q), IBV_QPS_RTS);
+    }
+    // ds 0
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_SEND, 0);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // ds larger than what the doorbell says was posted (63 segments = 16
+    // basic blocks, one block rung)
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_SEND, 63);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // unknown opcode
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, 0x1f, 1);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // a WQE naming another QP
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_NOP, 1);
+        reinterpret_cast<mlx5_wqe_ctrl_seg*>(w)->qpn_ds = htobe32(((r.q.qpn() ^ 1) << 8) | 1);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // data segments outside any MR: unknown lkey, address outside, unmapped memory inside a forged range
+    const uint64_t addrs[] = {mb.addr() + 4090, 0x10, mb.addr()};
+    const uint32_t keys[] = {mb.lkey(), mb.lkey(), 0x7fffff00};
+    for (int v = 0; v < 3; ++v) {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_SEND, 2);
+        auto* ds = reinterpret_cast<mlx5_wqe_data_seg*>(w + 16);
+        ds->byte_count = htobe32(64);
+        ds->lkey = htobe32(keys[v]);
+        ds->addr = htobe64(addrs[v]);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_PROT_ERR);
+    }
+    // an inline segment longer than the WQE
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_SEND, 2);
+        const uint32_t bc = htobe32(MLX5_INLINE_SEG | 1000);
+        memcpy(w + 16, &bc, 4);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // the process is fine and the device still works
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 64);
+    send_one(a, b, sb, rb, 4096, 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: uvsim_verify CASE | list\n");
+        return 2;
+    }
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    if (!strcmp(argv[1], "list")) {
+        for (auto& [n, f] : cases())
+            printf("%s\n", n.c_str());
+        return 0;
+    }
+    auto it = cases().find(argv[1]);
+    if (it == cases().end()) {
+        fprintf(stderr, "uvsim_verify: no case %s\n", argv[1]);
+        return 2;
+    }
+    g_case = argv[1];
+    const uint64_t t0 = ms_now();
+    it->second();
+    printf("uvsim_verify %s: PASS (%llu ms)\n", g_case, (unsigned long long)(ms_now() - t0));
+    fflush(stdout);
+    _exit(0);   // the model thread lives on; no destructors race it
+}
