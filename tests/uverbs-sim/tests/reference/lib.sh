@@ -25,6 +25,15 @@ unset LD_LIBRARY_PATH LD_PRELOAD RDMAV_DRIVERS IBV_CONFIG_DIR
 unset UVERBS_SIM_CONFIG UVERBS_SIM_TRACE UVERBS_SIM_DEVICES UVERBS_SIM_LINK UVERBS_SIM_FAULTS UVERBS_SIM_DIR
 
 W=$UVSIM_WORK
+# Two ctest runs in one build tree (several people at work) would start the
+# same test twice at once, sharing its run dir and TCP port: the second
+# waits for the first.
+mkdir -p "$(dirname "$W")" || exit 1
+exec 9>"$W.lock"
+if command -v flock >/dev/null 2>&1 && ! flock -w 100 9; then
+	echo "FAIL: another run of this test holds $W.lock"
+	exit 1
+fi
 rm -rf "$W"
 mkdir -p "$W" || exit 1
 CONFIG=""          # set by config(); empty = the emulator's default device

@@ -56,17 +56,20 @@ write_bw_gbits) prog=ib_write_bw  args=(--report_gbits -n 200) sizes=65536 ;;
 write_bw_roce)  prog=ib_write_bw  args=(-x 1 -n 100 -s 4096) sizes=4096; roce ;;
 read_bw)        prog=ib_read_bw   args=(-n 200) sizes=65536 ;;
 # EMULATOR BUG (reported to the lead, issue 6): read_bw_all and read_lat_all
-# fail at 8 MiB with "Failed status 12" (IBV_WC_RETRY_EXC_ERR, CQE syndrome
-# 0x15): an 8 MiB RDMA read takes the model longer than the 67 ms transport
-# timeout that perftest sets (timeout 14), the requester does not restart
-# its timer while read response packets arrive, so it re-sends the read from
-# the start until retry_cnt (7) is spent. Reproduce: two processes on one
-# --dir, "ib_read_bw -d mlx5_0 -F -s 8388608 -n 5 -p P [localhost]".
-# Left failing on purpose until src/engine.cpp is fixed.
+# fail now and then at 8 MiB, more often on a loaded host, with "Failed
+# status 12" (IBV_WC_RETRY_EXC_ERR, CQE syndrome 0x15): moving 8 MiB of
+# read responses takes the model longer than the 67 ms local ACK timeout
+# perftest sets (timeout 14), and the requester does not restart its timer
+# while response packets arrive (src/engine.cpp handle_read_resp re-arms
+# only when a whole operation retires), so it re-sends the read from the
+# start until retry_cnt (7) is spent. Large writes show the same timeouts
+# in the trace but recover. Reproduce: two processes on one --dir,
+# "ib_read_bw -d mlx5_0 -F -s 8388608 -n 5 -p P [localhost]", 2 of 3 runs
+# failed at load average 9. Left in the suite on purpose until fixed.
 read_bw_all)    prog=ib_read_bw   args=(-a -n 5) sizes=$all_sizes ;;
 read_bw_roce)   prog=ib_read_bw   args=(-x 3 -n 100) sizes=65536; roce ;;
 atomic_bw)      prog=ib_atomic_bw args=(-n 500) sizes=8 ;;
-atomic_bw_fetch_add) prog=ib_atomic_bw args=(-A FETCH_AND_ADD -q 2 -n 300) sizes=8 ;;
+atomic_bw_cas)  prog=ib_atomic_bw args=(-A CMP_AND_SWAP -q 2 -n 300) sizes=8 ;;
 # latency: default size 2 (8 for atomics)
 read_lat)       prog=ib_read_lat  args=(-n 200) sizes=2 kind=lat ;;
 read_lat_all)   prog=ib_read_lat  args=(-a -n 5) sizes=$all_sizes kind=lat ;;
@@ -79,6 +82,23 @@ atomic_lat)     prog=ib_atomic_lat args=(-n 200) sizes=8 kind=lat ;;
 esac
 
 need "$prog"
+# what the client's WQEs must be (mlx5 opcodes) and what perftest's header
+# must say about the connection
+case $prog in
+ib_send_*) opcode=0x0a ;;     # MLX5_OPCODE_SEND
+ib_write_*) opcode=0x08 ;;    # MLX5_OPCODE_RDMA_WRITE
+ib_read_*) opcode=0x10 ;;     # MLX5_OPCODE_RDMA_READ
+ib_atomic_*) opcode=0x12 ;;   # MLX5_OPCODE_ATOMIC_FA, perftest's default
+esac
+conn=RC link=IB gid_index="" inline=""
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case ${args[$i]} in
+	-c) conn=${args[$((i + 1))]} ;;
+	-x) link=Ethernet gid_index=${args[$((i + 1))]} ;;
+	-I) inline=${args[$((i + 1))]} ;;
+	CMP_AND_SWAP) opcode=0x11 ;;   # MLX5_OPCODE_ATOMIC_CS
+	esac
+done
 qps=1
 for ((i = 0; i < ${#args[@]}; i++)); do
 	[ "${args[$i]}" = -n ] && iters=${args[$((i + 1))]}
@@ -121,6 +141,30 @@ if pair pt; then
 		set -- $want_sizes
 		[ "$n" -eq $# ] || fail "$side: $n result rows, want $#"
 	done
+	f=$W/pt.client.out
+	expect "$f" "^ Connection type : $conn[[:space:]]" "client header: connection type $conn"
+	expect "$f" "^ Number of qps   : $qps[[:space:]]" "client header: $qps QPs"
+	expect "$f" "^ Link type       : $link\$" "client header: link type $link"
+	if [ -n "$gid_index" ]; then
+		expect "$f" "^ GID index       : $gid_index\$" "client header: GID index"
+		# the RoCE config's IPv4 10.79.0.9 as perftest prints GID 2/3;
+		# fe80::ff:fe00:9 (from MAC 02:00:00:00:00:09) for GID 0/1
+		if [ "$gid_index" -ge 2 ]; then
+			expect "$f" "^ GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:79:00:09\$" "client GID line"
+		else
+			expect "$f" "^ GID: 254:128:00:00:00:00:00:00:00:00:00:255:254:00:00:09\$" "client GID line"
+		fi
+	fi
+	if [ -n "$inline" ]; then
+		expect "$f" "^ Max inline data : $inline\[B\]" "client header: inline $inline"
+		# an inline data segment: byte_count with MLX5_INLINE_SEG (bit 31)
+		expect "$W/pt.client.trace" " WQE .* opcode $opcode .*: .* $(printf '%08x' $((0x80000000 | inline))) " \
+			"client trace: an inline segment of $inline bytes"
+	fi
+	expect "$W/pt.client.trace" " WQE qpn 0x[0-9a-f]+ idx [0-9]+ opcode $opcode " "client trace: WQEs with opcode $opcode"
+	expect_not "$W/pt.client.trace" " WQE .* opcode (0x[0-9a-f]+) .*\(bad\)" "client trace: a WQE the model rejected"
+	expect_not "$W/pt.client.trace" " CQE .* syndrome 0x[1-9a-f]" "client trace: an error CQE"
+
 	# stderr may carry perftest's notes (UD -a: "Max msg size in UD is MTU
 	# 4096", " Changing to this MTU"), never an error
 	for side in client server; do

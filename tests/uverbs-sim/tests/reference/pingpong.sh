@@ -97,6 +97,26 @@ rc_odp|srq_odp)
 esac
 
 need "$prog"
+# the GIDs each side must print, from the configuration: IB GID 0 is
+# fe80:: + the port GUID (the default node GUIDs 0xb8cef60300a0b000 and
+# ...b010 of mlx5_0 and mlx5_1); RoCE GID 1 is fe80:: + the EUI-64 of MAC
+# 02:00:00:00:00:07, GID 3 the IPv4-mapped 10.79.0.7
+gid=$(opt -g "${args[@]}")
+if [ -n "$CONFIG" ] && [ "$(basename "$CONFIG")" = roce.conf ]; then
+	case $gid in
+	1) sgid=fe80::ff:fe00:7 cgid=$sgid ;;
+	3) sgid=::ffff:10.79.0.7 cgid=$sgid ;;
+	esac
+	lid=0x0000
+else
+	sgid=fe80::b8ce:f603:a0:b000 cgid=$sgid lid=0x0001
+	if [ "${sargs[*]}" = "-d mlx5_1" ]; then
+		sgid=fe80::b8ce:f603:a0:b010
+		# default LIDs are handed out in device order: mlx5_1 has 2
+		slid=0x0002
+	fi
+fi
+slid=${slid:-$lid}
 size=$(opt -s "${args[@]}")
 iters=$(opt -n "${args[@]}")
 if [ -z "$size" ]; then
@@ -112,8 +132,10 @@ if pair pp; then
 		f=$W/pp.$side.out
 		expect "$f" "^$bytes bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec\$" "$side byte count ($bytes)"
 		expect "$f" "^$iters iters in [0-9.]+ seconds = [0-9.]+ usec/iter\$" "$side iteration count"
-		expect "$f" "^  local address:  LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}" "$side local address line"
-		expect "$f" "^  remote address: LID 0x[0-9a-f]{4}, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}" "$side remote address line"
+		if [ $side = server ]; then mine=$sgid peer=$cgid ml=$slid pl=$lid; else mine=$cgid peer=$sgid ml=$lid pl=$slid; fi
+		# (ud_pingpong prints "PSN 0x...: GID" on its local line)
+		expect "$f" "^  local address:  LID $ml, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}[:,] GID $mine\$" "$side local address line"
+		expect "$f" "^  remote address: LID $pl, QPN 0x[0-9a-f]{6}, PSN 0x[0-9a-f]{6}, GID $peer\$" "$side remote address line"
 		expect_not "$f" "invalid data in page" "$side buffer check (-c)"
 		expect_not "$W/pp.$side.err" "." "$side stderr (must be empty)"
 	done

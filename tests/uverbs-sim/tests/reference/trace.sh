@@ -52,7 +52,7 @@ if pair pp; then
 			if (int(h($(start + 2)) / 8) % 2 != 1) print "bad: WQE fm_ce_se lacks CQ_UPDATE: " $(start + 2)
 			if (ds != 2) print "bad: WQE ds " ds ", want 2 (control + one data segment)"
 			if (h($(start + 4)) != 4096) print "bad: data segment byte_count " $(start + 4)
-			if ("0x" $(start + 5) != mr_key) print "bad: data segment lkey " $(start + 5) ", MR key " mr_key
+			if (h($(start + 5)) != h(substr(mr_key, 3))) print "bad: data segment lkey " $(start + 5) ", MR key " mr_key
 			addr = h($(start + 6)) * 4294967296 + h($(start + 7))
 			if (addr < mr_addr || addr + 4096 > mr_addr + mr_len) print "bad: data segment addr outside the MR"
 		}
