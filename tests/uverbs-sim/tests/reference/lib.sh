@@ -55,6 +55,13 @@ need() {
 		echo "SKIP: Debian's libmlx5 provider (ibverbs-providers) is not installed"
 		exit 77
 	fi
+	# Debian's libibverbs, not the project's (say, via ld.so.conf)
+	local lib
+	lib=$(ldd "$BIN/$1" 2>/dev/null | awk '$1 == "libibverbs.so.1" { print $3 }')
+	case $lib in
+	/usr/lib/* | /lib/*) ;;
+	*) echo "FAIL: $BIN/$1 would load libibverbs from '$lib', not Debian's"; exit 1 ;;
+	esac
 	if [ ! -x "$UVSIM_RUN" ]; then
 		echo "FAIL: $UVSIM_RUN missing"
 		exit 1
