@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <ftw.h>
+#include <map>
+#include <random>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1031,6 +1033,66 @@ TEST_F(Ioctl, FatalDeviceAllowsOnlyDestroy) {
     d.obj(UVERBS_ATTR_DESTROY_PD_HANDLE, pd);
     EXPECT_EQ(d.run(f), 0);
     f.c->dev->fatal = false;
+}
+
+// Random requests (seeded, so reproducible), mostly to methods that exist
+// with attribute ids they know: every answer is 0 or an errno, nothing
+// crashes, and the file still works afterwards.
+TEST_F(Ioctl, RandomRequestsAnswerWithErrnos) {
+    std::mt19937_64 rng(0x5eed);
+    auto pick = [&](std::initializer_list<uint64_t> v) { return *(v.begin() + rng() % v.size()); };
+    static const std::pair<uint16_t, uint16_t> kMethods[] = {
+        {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0x10, 0}, {3, 0},
+        {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {1, 0}, {1, 0x1000}, {7, 1}, {6, 0}};
+    File f(0);
+    open_ctx(f);
+    make_pd(f);
+    ASSERT_EQ(make_cq(f).r, 0);
+    const size_t keep = ar.used;   // requests reuse the arena above this
+    std::map<int, int> seen;
+    for (int it = 0; it < 20000; ++it) {
+        ar.used = keep;
+        uint8_t* blob = ar.alloc(4096, 4096);
+        for (size_t i = 0; i < 4096; i += 8) {
+            const uint64_t v = rng() % 3 ? rng() % 64 : rng();
+            memcpy(blob + i, &v, 8);
+        }
+        auto [obj, method] = kMethods[rng() % std::size(kMethods)];
+        if (rng() % 5 == 0) {
+            obj = static_cast<uint16_t>(rng());
+            method = static_cast<uint16_t>(rng() % 8);
+        }
+        Req r(ar, obj, method);
+        const int n = static_cast<int>(rng() % 10);
+        for (int a = 0; a < n; ++a) {
+            const uint16_t id = static_cast<uint16_t>(rng() % 8 ? rng() % 15 : pick({0x1000, 0x1001, rng() & 0xffff}));
+            const uint16_t len = static_cast<uint16_t>(pick({0, 0, 4, 8, 8, 16, 20, 24, 32, 40, 48, rng() & 0x1fff}));
+            const uint64_t data =
+                pick({0, 1, 2, rng() % 64, Arena::a(blob) + (rng() % 4096), rng(), uint64_t(-1), uint64_t(f.fd)});
+            r.add(id, len, data, static_cast<uint16_t>(rng() % 8 ? 0 : rng() % 4)).attr_data.reserved =
+                static_cast<uint16_t>(rng() % 16 == 0 ? rng() : 0);
+        }
+        if (rng() % 50 == 0)
+            r.hdr->reserved1 = rng();
+        int e = r.run(f);
+        if (rng() % 40 == 0) {   // a length that disagrees with num_attrs
+            r.hdr->length = static_cast<uint16_t>(rng());
+            e = f.ioctl(RDMA_VERBS_IOCTL, r.hdr);
+        }
+        ASSERT_TRUE(e == 0 || (e < 0 && e > -4096)) << it << " " << e;
+        ++seen[e];
+    }
+    for (const auto& [k, v] : seen)
+        printf("errno %d: %d\n", -k, v);
+    EXPECT_GT(seen[0], 0);
+    EXPECT_GT(seen[-EPROTONOSUPPORT], 0);
+    EXPECT_GT(seen[-EINVAL], 0);
+    // still answers properly
+    auto* resp = ar.alloc<ib_uverbs_query_port_resp_ex>(sizeof(ib_uverbs_query_port_resp_ex));
+    Req q(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
+    q.cnst(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
+    q.out(UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof *resp);
+    EXPECT_EQ(q.run(f), 0);
 }
 
 }  // namespace
