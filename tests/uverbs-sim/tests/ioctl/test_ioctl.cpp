@@ -261,8 +261,9 @@ protected:
         r.in(UVERBS_ATTR_UHW_IN, drv, sizeof *drv);
         r.out(UVERBS_ATTR_UHW_OUT, d, sizeof *d);
         CqOut o{r.run(f), static_cast<uint32_t>(h.data), *rc, d->cqn};
-        if (o.r == 0)
+        if (o.r == 0) {
             EXPECT_TRUE(r.valid(oc));
+        }
         return o;
     }
 
