@@ -958,6 +958,11 @@ bool timers(Qp& qp) {
     }
     if (!e.deadline || t < e.deadline)
         return false;
+    // A timeout means the peer did not answer in time, not that this model
+    // thread was descheduled: with packets still waiting in our socket or in
+    // the outgoing queue, those come first (they may be the answer).
+    if ((!g_pending.empty() || wire_backlog()) && t - e.deadline < 4 * timeout_ns(qp))
+        return false;
     if (e.retries <= 0) {
         UVSIM_TRACE("qpn 0x%x: transport retries exhausted", qp.qpn);
         fail_head(qp, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -112,6 +113,13 @@ size_t wire_recv(Packet& p) {
         static_cast<size_t>(r) != sizeof p.h + p.h.payload_len)
         return 0;   // not ours or damaged: dropped like a bad ICRC
     return static_cast<size_t>(r);
+}
+
+bool wire_backlog() {
+    if (g_fd < 0)
+        return false;
+    pollfd pf{g_fd, POLLIN, 0};
+    return poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN);
 }
 
 }  // namespace uvsim

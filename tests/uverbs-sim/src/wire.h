@@ -104,5 +104,7 @@ int wire_fd();
 bool wire_send(const Packet& p);
 // One packet if available (non-blocking): its size, 0 when none.
 size_t wire_recv(Packet& p);
+// True when packets wait in this process's socket (the model is behind).
+bool wire_backlog();
 
 }  // namespace uvsim
