@@ -73,8 +73,14 @@ int cmd_get_context(Cmd& m) {
     ib_uverbs_get_context_resp r{};
     r.async_fd = static_cast<uint32_t>(fd);
     r.num_comp_vectors = 1;
-    if (put_out(m.resp, sizeof r, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d))
+    if (put_out(m.resp, sizeof r, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d)) {
+        // as the kernel: no context and no async fd when the answer cannot
+        // be delivered (the application never learnt the fd)
+        m.c.async.reset();
+        libc().close(fd);
+        m.c.have_ucontext = false;
         return -EFAULT;
+    }
     return 0;
 }
 
@@ -179,7 +185,12 @@ int cmd_create_comp_channel(Cmd& m) {
     if (fd < 0)
         return fd;
     ib_uverbs_create_comp_channel_resp r{static_cast<uint32_t>(fd)};
-    return put_out(m.resp, sizeof r, &r, sizeof r);
+    if (put_out(m.resp, sizeof r, &r, sizeof r)) {
+        uverbs_close(fd);   // the application never learnt the fd
+        libc().close(fd);
+        return -EFAULT;
+    }
+    return 0;
 }
 
 int finish_create_cq(Cmd& m, CqArgs& a, bool ex) {

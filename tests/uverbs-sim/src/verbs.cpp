@@ -521,9 +521,13 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
         return -EOPNOTSUPP;   // no CQE compression in the model
     if (a.drv.flags & ~uint16_t(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
         return -EOPNOTSUPP;
-    const uint32_t n = roundup_pow2(a.cqe + 1);
-    if (n - 1 > d.max_cqe + 1)
+    // (64-bit: max_cqe may be configured up to 2^32-1)
+    uint64_t n64 = 1;
+    while (n64 < uint64_t(a.cqe) + 1)
+        n64 <<= 1;
+    if (n64 > (1ull << 31) || n64 - 1 > uint64_t(d.max_cqe) + 1)
         return -EINVAL;
+    const uint32_t n = static_cast<uint32_t>(n64);
     if (!app_range_ok(a.drv.buf_addr, uint64_t(n) * a.drv.cqe_size, true) || !app_range_ok(a.drv.db_addr, 8, true))
         return -EFAULT;
     if (a.drv.db_addr & 7)
@@ -584,7 +588,7 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
         return -EINVAL;
     if (a.srq_type != 0)
         return -EOPNOTSUPP;   // XRC / tag matching SRQs are not emulated
-    if (a.max_wr == 0 || a.max_wr > d.max_srq_wr || a.max_sge > d.max_srq_sge)
+    if (a.max_wr == 0 || a.max_wr > d.max_srq_wr || a.max_wr >= (1u << 30) || a.max_sge > d.max_srq_sge)
         return -EINVAL;
     if (a.drv_len < offsetof(mlx5_ib_create_srq, flags))
         return -EINVAL;
@@ -898,6 +902,25 @@ int modify_qp(Context& c, const ib_uverbs_modify_qp& m) {
         if (int e = check_av(*c.dev, a))
             return e;
     }
+    if (mask & IBV_QP_ALT_PATH) {
+        // the alternate path is checked like the primary one
+        if (m.alt_port_num < 1 || m.alt_port_num > d.ports.size() || m.alt_timeout > 31)
+            return -EINVAL;
+        if (m.alt_pkey_index >= (d.ports[m.alt_port_num - 1].ethernet ? 1 : 128))
+            return -EINVAL;
+        ib_uverbs_ah_attr a{};
+        memcpy(a.grh.dgid, m.alt_dest.dgid, 16);
+        a.grh.sgid_index = m.alt_dest.sgid_index;
+        a.dlid = m.alt_dest.dlid;
+        a.sl = m.alt_dest.sl;
+        a.is_global = m.alt_dest.is_global;
+        a.port_num = m.alt_dest.port_num ? m.alt_dest.port_num : m.alt_port_num;
+        if (int e = check_av(*c.dev, a))
+            return e;
+    }
+    if (mask & IBV_QP_PATH_MIG_STATE)
+        if (m.path_mig_state > IBV_MIG_ARMED)
+            return -EINVAL;
     if (mask & IBV_QP_TIMEOUT)
         if (m.timeout > 31)
             return -EINVAL;
