@@ -328,3 +328,40 @@ TEST_F(QpRoce, PathNeedsAGrh) {
     i.pkey_index = 1;
     EXPECT_EQ(modify(i), -EINVAL);
 }
+
+TEST_P(QpStates, AlternatePathIsChecked) {
+    if (type() == IBV_QPT_UD)
+        return;   // no alternate path on UD
+    walk_to(IBV_QPS_RTR);
+    auto rts_with = [&](auto change) {
+        ib_uverbs_modify_qp m = step(IBV_QPS_RTS);
+        m.attr_mask |= IBV_QP_ALT_PATH;
+        m.alt_port_num = 2;
+        m.alt_timeout = 14;
+        m.alt_dest.dlid = 9;
+        change(m);
+        return modify(m);
+    };
+    EXPECT_EQ(rts_with([](auto& m) { m.alt_port_num = 0; }), -EINVAL);
+    EXPECT_EQ(rts_with([](auto& m) { m.alt_port_num = 3; }), -EINVAL);
+    EXPECT_EQ(rts_with([](auto& m) { m.alt_timeout = 32; }), -EINVAL);
+    EXPECT_EQ(rts_with([](auto& m) { m.alt_pkey_index = 128; }), -EINVAL);
+    EXPECT_EQ(rts_with([](auto& m) { m.alt_dest.sl = 16; }), -EINVAL);
+    EXPECT_EQ(rts_with([](auto& m) { m.alt_dest.port_num = 5; }), -EINVAL);
+    EXPECT_EQ(rts_with([](auto& m) {
+                  m.attr_mask |= IBV_QP_PATH_MIG_STATE;
+                  m.path_mig_state = IBV_MIG_ARMED + 1;
+              }),
+              -EINVAL);
+    EXPECT_EQ(state(), IBV_QPS_RTR);
+    EXPECT_EQ(rts_with([](auto& m) {
+                  m.attr_mask |= IBV_QP_PATH_MIG_STATE;
+                  m.path_mig_state = IBV_MIG_REARM;
+              }),
+              0);
+    auto q = query(qp_);
+    EXPECT_EQ(q.alt_port_num, 2);
+    EXPECT_EQ(q.alt_timeout, 14);
+    EXPECT_EQ(q.alt_dest.dlid, 9);
+    EXPECT_EQ(q.path_mig_state, IBV_MIG_REARM);
+}

@@ -2,6 +2,7 @@
 // (verbs.cpp): framing, errnos, each command's good path and checks.
 #include "write_fixture.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +17,16 @@ class Write : public WriteTest {};
 class WriteRoce : public WriteTest {
     int dev_index() const override { return 1; }
 };
+
+int open_fds() {
+    int n = 0;
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (readdir(d))
+            ++n;
+        closedir(d);
+    }
+    return n;
+}
 
 constexpr uint32_t kRW = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
@@ -228,6 +239,25 @@ TEST_F(Write, GetContextErrors) {
     EXPECT_EQ(run(alloc_pd(A(kResp))), -EINVAL);
     context();
     EXPECT_EQ(run(get_context(A(kResp))), -EINVAL);   // one per file
+}
+
+TEST_F(Write, GetContextResponseFaultLeavesNothing) {
+    context();   // the process's wire socket and model thread exist from here on
+    file_ = std::make_unique<File>(0);
+    const int fds = open_fds();
+    EXPECT_EQ(run(get_context(A(kArenaLen - 4))), -EFAULT);
+    EXPECT_EQ(open_fds(), fds) << "the async fd of a failed GET_CONTEXT stayed open";
+    EXPECT_EQ(run(alloc_pd(A(kResp))), -EINVAL) << "a context exists after a failed GET_CONTEXT";
+    context();
+}
+
+TEST_F(Write, CompChannelResponseFaultLeavesNothing) {
+    context();
+    const int fds = open_fds();
+    EXPECT_EQ(run(create_comp_channel(A(kArenaLen))), -EFAULT);
+    EXPECT_EQ(open_fds(), fds) << "the channel fds of a failed CREATE_COMP_CHANNEL stayed open";
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    EXPECT_TRUE(uvsim::sim().channels.empty());
 }
 
 TEST_F(Write, GetContextCoreResponseOnly) {
