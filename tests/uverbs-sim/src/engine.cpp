@@ -33,7 +33,6 @@
 
 namespace uvsim {
 
-int wire_try_send(const Packet& p);
 
 namespace {
 
@@ -52,35 +51,59 @@ int32_t psn_diff(uint32_t a, uint32_t b) {   // a - b in [-2^23, 2^23)
     return d >= 0x800000 ? d - 0x1000000 : d;
 }
 
-// packets the socket could not take yet (never destroyed: the model thread
-// may still run during exit())
-std::deque<Packet>& g_pending = *new std::deque<Packet>;
+// Packets a peer's socket could not take yet, one FIFO per destination
+// process so that a slow (or stopped) peer does not hold up the others;
+// stored at their wire size. Never destroyed: the model thread may still
+// run during exit().
+struct PendingWire {
+    std::map<uint32_t, std::deque<std::vector<uint8_t>>> by_slot;
+    size_t total = 0;
+};
+PendingWire& g_pend = *new PendingWire;
+constexpr size_t kPendingHardMax = 32768;   // beyond this the link drops (RC retransmits)
 uint64_t g_completions = 0;     // for the cqe_error_at fault
 uint64_t g_first_ctx_ns = 0;
 bool g_overrun = false;         // a CQ overran: its QPs go to error at the next step
 bool g_started = false;
 
+size_t pending_count() { return g_pend.total; }
+
 void xmit(Packet& p) {
     p.h.magic = kWireMagic;
-    if (!g_pending.empty()) {
-        g_pending.push_back(p);
+    if (wire_fault_drop(p))
+        return;
+    const uint32_t slot = p.h.dest_qpn >> 16;
+    const size_t n = sizeof p.h + p.h.payload_len;
+    auto& q = g_pend.by_slot[slot];
+    if (q.empty()) {
+        const int r = wire_send_bytes(slot, &p, n);
+        if (r > 0)
+            return;
+        if (r < 0) {
+            UVSIM_TRACE("wire: qpn 0x%x unreachable: packet lost", p.h.dest_qpn);
+            return;
+        }
+    }
+    if (g_pend.total >= kPendingHardMax) {
+        UVSIM_TRACE("wire: %zu packets queued: packet to qpn 0x%x lost", g_pend.total, p.h.dest_qpn);
         return;
     }
-    int r = wire_try_send(p);
-    if (r == 0)
-        g_pending.push_back(p);
-    else if (r < 0)
-        UVSIM_TRACE("wire: qpn 0x%x unreachable: packet lost", p.h.dest_qpn);
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(&p);
+    q.emplace_back(b, b + n);
+    ++g_pend.total;
 }
 
 bool flush_pending() {
     bool moved = false;
-    while (!g_pending.empty()) {
-        int r = wire_try_send(g_pending.front());
-        if (r == 0)
-            break;
-        g_pending.pop_front();
-        moved = true;
+    for (auto& [slot, q] : g_pend.by_slot) {
+        while (!q.empty()) {
+            const int r = wire_send_bytes(slot, q.front().data(), q.front().size());
+            if (r == 0)
+                break;
+            q.pop_front();
+            --g_pend.total;
+            moved = true;
+        }
     }
     return moved;
 }
@@ -724,7 +747,7 @@ bool pump(Qp& qp) {
         const uint32_t end = psn_add(op.first_psn, op.npkts);
         if (is_read_or_atomic(op.opcode)) {
             if (op.need_req) {
-                if (psn_diff(op.first_psn, e.una) >= static_cast<int32_t>(kWindow) || g_pending.size() > kPendingMax)
+                if (psn_diff(op.first_psn, e.una) >= static_cast<int32_t>(kWindow) || pending_count() > kPendingMax)
                     break;
                 send_request(qp, op);
                 sent = true;
@@ -742,7 +765,7 @@ bool pump(Qp& qp) {
         }
         for (uint32_t i = static_cast<uint32_t>(k); i < op.npkts; ++i) {
             const int32_t inflight = psn_diff(e.snd_nxt, e.una);
-            if (inflight >= static_cast<int32_t>(kWindow) || g_pending.size() > kPendingMax)
+            if (inflight >= static_cast<int32_t>(kWindow) || pending_count() > kPendingMax)
                 goto out;
             send_packet(qp, op, i, inflight + 1 == static_cast<int32_t>(kWindow) || (e.snd_nxt % kAckEvery) == 0);
             e.snd_nxt = psn_add(e.snd_nxt, 1);
@@ -961,7 +984,7 @@ bool timers(Qp& qp) {
     // A timeout means the peer did not answer in time, not that this model
     // thread was descheduled: with packets still waiting in our socket or in
     // the outgoing queue, those come first (they may be the answer).
-    if ((!g_pending.empty() || wire_backlog()) && t - e.deadline < 4 * timeout_ns(qp))
+    if ((pending_count() || wire_backlog()) && t - e.deadline < 4 * timeout_ns(qp))
         return false;
     if (e.retries <= 0) {
         UVSIM_TRACE("qpn 0x%x: transport retries exhausted", qp.qpn);
@@ -986,7 +1009,7 @@ bool poll_sq(Qp& qp) {
         if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_ERR)
             break;
         if (qp.state != IBV_QPS_ERR) {
-            if (e.sq_stalled || g_pending.size() > kPendingMax)
+            if (e.sq_stalled || pending_count() > kPendingMax)
                 break;   // a bad WQE waits for its turn, or the wire is backed up
             if (rc && (e.outstanding.size() >= 512 || psn_diff(e.next_psn, e.una) > (1 << 22)))
                 break;   // window full: wait for acknowledgements

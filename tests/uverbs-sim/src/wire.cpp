@@ -80,20 +80,12 @@ bool wire_attach() {
 
 int wire_fd() { return g_fd; }
 
-// 1: sent; 0: would block (retry later); -1: nobody there (lost)
-int wire_try_send(const Packet& p) {
-    const uint32_t slot = p.h.dest_qpn >> 16;
+int wire_send_bytes(uint32_t slot, const void* buf, size_t n) {
     sockaddr_un a;
     socklen_t len;
-    if (slot == 0 || slot > 255 || !make_addr(slot, a, len))
+    if (g_fd < 0 || slot == 0 || slot > 255 || !make_addr(slot, a, len))
         return -1;
-    const uint64_t drop = cfg().faults.drop_every;
-    if (drop && (++g_sent % drop) == 0) {
-        UVSIM_TRACE("wire: fault: dropped packet op 0x%02x psn %u to qpn 0x%x", p.h.opcode, p.h.psn, p.h.dest_qpn);
-        return 1;
-    }
-    const size_t n = sizeof p.h + p.h.payload_len;
-    ssize_t r = sendto(g_fd, &p, n, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len);
+    ssize_t r = sendto(g_fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&a), len);
     if (r == static_cast<ssize_t>(n))
         return 1;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
@@ -101,7 +93,19 @@ int wire_try_send(const Packet& p) {
     return -1;
 }
 
-bool wire_send(const Packet& p) { return wire_try_send(p) != -1; }
+bool wire_fault_drop(const Packet& p) {
+    const uint64_t drop = cfg().faults.drop_every;
+    if (!drop || (++g_sent % drop) != 0)
+        return false;
+    UVSIM_TRACE("wire: fault: dropped packet op 0x%02x psn %u to qpn 0x%x", p.h.opcode, p.h.psn, p.h.dest_qpn);
+    return true;
+}
+
+bool wire_send(const Packet& p) {
+    if (wire_fault_drop(p))
+        return true;
+    return wire_send_bytes(p.h.dest_qpn >> 16, &p, sizeof p.h + p.h.payload_len) != -1;
+}
 
 size_t wire_recv(Packet& p) {
     if (g_fd < 0)

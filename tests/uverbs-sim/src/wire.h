@@ -100,8 +100,13 @@ struct Packet {
 bool wire_attach();
 int wire_fd();
 // Sends to the process owning h.dest_qpn. False when nobody is there (the
-// packet is lost, as on a wire with no such port).
+// packet is lost, as on a wire with no such port). Applies drop_every.
 bool wire_send(const Packet& p);
+// n bytes of a packet to the socket of process slot (non-blocking):
+// 1 sent, 0 would block (try again later), -1 nobody there.
+int wire_send_bytes(uint32_t slot, const void* buf, size_t n);
+// The drop_every fault: true when this packet is to be lost (counts packets).
+bool wire_fault_drop(const Packet& p);
 // One packet if available (non-blocking): its size, 0 when none.
 size_t wire_recv(Packet& p);
 // True when packets wait in this process's socket (the model is behind).
