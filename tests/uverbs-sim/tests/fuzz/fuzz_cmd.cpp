@@ -4,10 +4,12 @@
 // of a private simulated host; the emulator may touch no memory but an
 // arena the harness owns. After each input the file is closed and every
 // object the emulator keeps must be gone.
+#include "cmd_builder.h"
 #include "fuzz_layout.h"
 #include "harness.h"
 
 #include <cstdio>
+#include <dirent.h>
 #include <cstdlib>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
@@ -47,6 +49,34 @@ void check_clean() {
 // UVSIM_FUZZ_VERBOSE=1: one line per record (to check what seeds reach)
 const bool g_verbose = getenv("UVSIM_FUZZ_VERBOSE") != nullptr;
 
+int count_fds() {
+    int n = 0;
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (readdir(d))
+            ++n;
+        closedir(d);
+    }
+    return n;
+}
+
+// The fds open between inputs, once the process-wide ones (the wire
+// socket) exist: a first context made and closed.
+int baseline_fds() {
+    static const int n = [] {
+        uvsim_test::Arena& a = arena();
+        a.activate();
+        {
+            uvsim_test::File f(0);
+            const uvsim_test::Bytes b = uvsim_test::get_context(a.addr(kFreeOff));
+            memcpy(a.data() + kCmdOff, b.data(), b.size());
+            if (f.write(a.data() + kCmdOff, b.size()) != static_cast<ssize_t>(b.size()))
+                fail("the warm-up GET_CONTEXT failed");
+        }
+        return count_fds();
+    }();
+    return n;
+}
+
 uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 uint32_t get32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
 
@@ -55,6 +85,7 @@ uint32_t get32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 |
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1)
         return 0;
+    const int fds = baseline_fds();
     uvsim_test::Arena& a = arena();
     memset(a.data(), 0, a.size());
     a.activate();
@@ -110,5 +141,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     uvsim_test::close_all_channels();
     check_clean();
+    if (count_fds() != fds)
+        fail("an fd the emulator opened for this input is still open");
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 #include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 using namespace uvsim_fuzz;
@@ -58,6 +59,7 @@ Bytes ioctl_cmd(uint16_t object, uint16_t method, const std::vector<ib_uverbs_at
     h.object_id = object;
     h.method_id = method;
     h.num_attrs = static_cast<uint16_t>(attrs.size());
+    h.driver_id = RDMA_DRIVER_MLX5;
     Bytes b;
     append(b, &h, sizeof h);
     for (const ib_uverbs_attr& a : attrs)
@@ -168,25 +170,86 @@ Seed errors(uint8_t dev) {
     return s;
 }
 
+// poke: store bytes at an arena address (for ioctl attributes that point
+// at memory)
+Bytes poke(uint64_t addr, const void* p, size_t n) {
+    Bytes b;
+    const uint32_t off = static_cast<uint32_t>(addr - kArenaAddr);
+    append(b, &off, 4);
+    append(b, p, n);
+    return b;
+}
+
+ib_uverbs_attr in8(uint16_t id, uint64_t v) { return attr(id, 8, v, 0); }
+ib_uverbs_attr in4(uint16_t id, uint32_t v) { return attr(id, 4, v, 0); }
+ib_uverbs_attr ptr(uint16_t id, uint16_t len, uint64_t addr) { return attr(id, len, addr, 0); }
+
+// The ioctl path as libibverbs 44 + libmlx5 take it: GET_CONTEXT, the async
+// event fd, INVOKE_WRITE, ALLOC_PD, CQ_CREATE, QP_CREATE, QUERY_PORT,
+// then the write MODIFY_QPs and the ioctl destroys. Handles: pd 0, cq 1, qp 2.
 Seed ioctls(uint8_t dev) {
     Seed s(dev);
-    s.w(get_context(kResp)).w(alloc_pd(kResp));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT,
-                            {attr(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1, 1),
-                             attr(UVERBS_ATTR_QUERY_PORT_RESP, sizeof(ib_uverbs_query_port_resp_ex), kIoBuf)}));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT,
-                            {attr(UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, 4, kIoBuf, 0),
-                             attr(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, 8, kIoBuf + 8, 0)}));
-    // INVOKE_WRITE of ALLOC_PD: the core command and response as buffers
+    const uint64_t req = kIoBuf, out = kIoBuf + 0x1000, cqdrv = kIoBuf + 0x100, qpdrv = kIoBuf + 0x200,
+                   cap = kIoBuf + 0x300;
+    mlx5_ib_alloc_ucontext_req_v2 r{};
+    r.total_num_bfregs = 4;
+    r.max_cqe_version = 1;
+    s.rec(kPoke, poke(req, &r, sizeof r));
+    Bytes b = ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_GET_CONTEXT,
+                        {ptr(UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, 4, out),
+                         ptr(UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, 8, out + 8),
+                         ptr(UVERBS_ATTR_UHW_IN, sizeof r, req),
+                         ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_alloc_ucontext_resp), out + 0x10)});
+    s.rec(kIoctl, b);
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC,
+                            {attr(UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, 0, 0, 0)}));
+    // INVOKE_WRITE (its parsing; under the fuzzer's arena the write it
+    // stages fails with EFAULT), then ALLOC_PD by write
     s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE,
-                            {attr(UVERBS_ATTR_WRITE_CMD, 4, IB_USER_VERBS_CMD_ALLOC_PD),
-                             attr(UVERBS_ATTR_CORE_IN, 8, 0),
-                             attr(UVERBS_ATTR_CORE_OUT, 4, kIoBuf)}));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0)}));
+                            {in8(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD), in8(UVERBS_ATTR_CORE_IN, 0),
+                             ptr(UVERBS_ATTR_CORE_OUT, 4, out + 0x200), ptr(UVERBS_ATTR_UHW_OUT, 8, out + 0x208)}));
+    s.w(alloc_pd(kResp));
+    const mlx5_ib_create_cq cd = cq_drv(kCqBuf, kDb);
+    s.rec(kPoke, poke(cqdrv, &cd, sizeof cd));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE,
+                            {attr(UVERBS_ATTR_CREATE_CQ_HANDLE, 0, 0, 0), in4(UVERBS_ATTR_CREATE_CQ_CQE, 15),
+                             in8(UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 0x77), in4(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0),
+                             ptr(UVERBS_ATTR_CREATE_CQ_RESP_CQE, 4, out + 0x300),
+                             ptr(UVERBS_ATTR_UHW_IN, sizeof cd, cqdrv),
+                             ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_create_cq_resp), out + 0x308)}));
+    const mlx5_ib_create_qp qd = qp_drv(kQpBuf, kDb + 64, 16, 16, 6);
+    s.rec(kPoke, poke(qpdrv, &qd, sizeof qd));
+    const ib_uverbs_qp_cap c{16, 16, 1, 1, 0};
+    s.rec(kPoke, poke(cap, &c, sizeof c));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE,
+                            {attr(UVERBS_ATTR_CREATE_QP_HANDLE, 0, 0, 0), attr(UVERBS_ATTR_CREATE_QP_PD_HANDLE, 0, 0, 0),
+                             attr(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, 0, 1, 0),
+                             attr(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, 0, 1, 0),
+                             in8(UVERBS_ATTR_CREATE_QP_USER_HANDLE, 7), ptr(UVERBS_ATTR_CREATE_QP_CAP, sizeof c, cap),
+                             in8(UVERBS_ATTR_CREATE_QP_TYPE, IB_UVERBS_QPT_RC),
+                             ptr(UVERBS_ATTR_CREATE_QP_RESP_CAP, sizeof c, out + 0x400),
+                             ptr(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, 4, out + 0x420),
+                             ptr(UVERBS_ATTR_UHW_IN, sizeof qd, qpdrv),
+                             ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_create_qp_resp), out + 0x440)}));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT,
+                            {in8(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1),
+                             ptr(UVERBS_ATTR_QUERY_PORT_RESP, sizeof(ib_uverbs_query_port_resp_ex), out + 0x500)}));
+    const bool eth = dev & 1;
+    s.w(modify_qp(to_init(2, IBV_QPT_RC))).w(modify_qp(to_rtr(2, IBV_QPT_RC, 0x10203, eth ? 0 : 1, eth)));
+    s.w(modify_qp(to_rts(2, IBV_QPT_RC)));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY,
+                            {attr(UVERBS_ATTR_DESTROY_QP_HANDLE, 0, 2, 0),
+                             ptr(UVERBS_ATTR_DESTROY_QP_RESP, 4, out + 0x600)}));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY,
+                            {attr(UVERBS_ATTR_DESTROY_CQ_HANDLE, 0, 1, 0),
+                             ptr(UVERBS_ATTR_DESTROY_CQ_RESP, 8, out + 0x608)}));
+    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0, 0)}));
+    // an unknown object and a request that is not RDMA_VERBS_IOCTL
+    s.rec(kIoctl, ioctl_cmd(0x77, 0, {}));
     Bytes other;
-    const uint32_t req = 0x1b02;   // not RDMA_VERBS_IOCTL
-    append(other, &req, 4);
-    Bytes body = ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0)});
+    const uint32_t bad_req = 0x1b02;
+    append(other, &bad_req, 4);
+    Bytes body = ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0, 0)});
     other.insert(other.end(), body.begin(), body.end());
     s.rec(kIoctlOther, other);
     return s;

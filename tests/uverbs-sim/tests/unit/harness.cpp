@@ -47,6 +47,9 @@ void setup_env(const char* tag, const char* config_text) {
         abort();
     }
     dir_storage() = buf.data();
+    // UVSIM_TEST_TRACE=file|-: the emulator's trace, for debugging a test
+    if (const char* t = getenv("UVSIM_TEST_TRACE"); t && *t)
+        setenv("UVERBS_SIM_TRACE", t, 1);
     atexit(remove_run_dir);
     setenv("UVERBS_SIM_DIR", buf.data(), 1);
     if (config_text) {
