@@ -532,6 +532,10 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
         return -EFAULT;
     if (a.drv.db_addr & 7)
         return -EINVAL;
+    // mlx5 gives the device the buffer's offset in its page in 64-byte
+    // quanta: anything else is "bad offset" (EINVAL) in the kernel
+    if (a.drv.buf_addr & 63)
+        return -EINVAL;
     std::shared_ptr<EventFile> ch;
     if (a.comp_channel >= 0) {
         auto it = sim().channels.find(a.comp_channel);
@@ -599,6 +603,8 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
     const uint32_t cnt = roundup_pow2(a.max_wr + 1);
     if (!app_range_ok(a.drv.buf_addr, uint64_t(cnt) * desc, false) || !app_range_ok(a.drv.db_addr, 4, true))
         return -EFAULT;
+    if ((a.drv.buf_addr & 63) || (a.drv.db_addr & 3))
+        return -EINVAL;   // 64-byte page-offset quanta, as for CQs and QPs
     auto s = std::make_unique<Srq>();
     s->srqn = (sim().slot << 16) | (sim().next_srq++ & 0xffff);
     s->pd = pd;
@@ -712,8 +718,8 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         return -EINVAL;
     if (!app_range_ok(u.buf_addr, rq_size + sq_size, false) || !app_range_ok(u.db_addr, 8, true))
         return -EFAULT;
-    if (u.db_addr & 3)
-        return -EINVAL;
+    if ((u.db_addr & 3) || (u.buf_addr & 63))
+        return -EINVAL;   // (64-byte page-offset quanta, as for CQs)
     if ((u.flags & MLX5_QP_FLAG_BFREG_INDEX) && u.bfreg_index >= c.tot_bfregs)
         return -EINVAL;
     auto qp = std::make_unique<Qp>();
