@@ -394,6 +394,7 @@ TEST_F(Write, CreateCqChecks) {
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 32))), -EINVAL);       // cqe_size
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 0))), -EINVAL);
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d + 4))), -EINVAL);       // unaligned record
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b + 8, d))), -EINVAL);       // ring not in 64-byte quanta
     auto comp = cq_drv(b, d);
     comp.cqe_comp_en = 1;
     EXPECT_EQ(run(create_cq(A(kResp), 15, comp)), -EOPNOTSUPP);
@@ -532,6 +533,7 @@ TEST_F(Write, CreateQpChecks) {
     EXPECT_EQ(bad(s, qp_drv(b, A(kArenaLen - 4), 16, 16)), -EFAULT);
     EXPECT_EQ(bad(s, qp_drv(0, d, 16, 16)), -EFAULT);
     EXPECT_EQ(bad(s, qp_drv(b, d + 2, 16, 16)), -EINVAL);
+    EXPECT_EQ(bad(s, qp_drv(b + 32, d, 16, 16)), -EINVAL);   // ring not in 64-byte quanta
     // mlx5 flags: unknown ones, a bfreg index past the context's
     auto f = qp_drv(b, d, 16, 16);
     f.flags = 1u << 20;
@@ -629,6 +631,8 @@ TEST_F(Write, SrqChecks) {
     EXPECT_EQ(run(create_srq(A(kResp), p + 1, 63, 1, b, d)), -EINVAL);
     EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, A(kArenaLen - 0x100), d)), -EFAULT);
     EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b, A(kArenaLen))), -EFAULT);
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b + 16, d)), -EINVAL);   // ring not in 64-byte quanta
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b, d + 2)), -EINVAL);    // unaligned record
     ib_uverbs_create_srq q{};
     q.pd_handle = p;
     q.max_wr = 63;
