@@ -327,6 +327,7 @@ struct SendOp {
     uint32_t read_got = 0;       // RDMA read: bytes scattered so far
     uint32_t gap_at = ~0u;       // RDMA read: read_got when a gap was last re-requested
     bool need_req = true;        // RDMA read / atomic: the request is to be (re)sent
+    bool ooo_asked = false;      // re-requested after a later response overtook it
     uint8_t local_err = 0;       // a bad WQE: completes with this syndrome in its turn
     bool done = false;
 };
@@ -369,6 +370,18 @@ struct QpEngine {
     };
     AtomicDone atomics[16];
     unsigned atomic_next = 0;
+    // RDMA read responses still to send: generated as the wire takes them,
+    // as a device's read response engine does, not all at once
+    struct ReadJob {
+        uint32_t psn = 0;        // of response packet 0
+        uint64_t proc = 0;       // process address of the data
+        uint32_t len = 0;
+        uint32_t n = 1, i = 0;   // packets, next packet
+        uint32_t msn = 0;
+        bool hdr_only = false;   // an ACK/NAK/atomic ACK queued behind read responses
+        WireHdr hdr{};
+    };
+    std::deque<ReadJob> reads;
 };
 
 Qp::Qp() : Object(ObjType::Qp) {}
@@ -671,6 +684,8 @@ void send_request(Qp& qp, SendOp& op) {
         p.h.compare = op.cmp;
     }
     op.need_req = false;
+    UVSIM_TRACE("qpn 0x%x: %s request psn %u len %u (una %u)", qp.qpn,
+                op.opcode == MLX5_OPCODE_RDMA_READ ? "read" : "atomic", p.h.psn, p.h.dma_len, qp.eng->una);
     xmit(p);
 }
 
@@ -741,11 +756,17 @@ bool pump(Qp& qp) {
     if (qp.qp_type != IBV_QPT_RC || (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) || e.rnr_until)
         return false;
     bool sent = false;
+    // at most max_rd_atomic reads/atomics outstanding (the responder keeps
+    // that many results for replaying duplicates)
+    const int rd_max = std::max<int>(1, qp.max_rd_atomic);
+    int rd_inflight = 0;
     for (SendOp& op : e.outstanding) {
         if (op.done || op.opcode == MLX5_OPCODE_NOP || op.local_err)
             continue;
         const uint32_t end = psn_add(op.first_psn, op.npkts);
         if (is_read_or_atomic(op.opcode)) {
+            if (rd_inflight++ >= rd_max)
+                break;
             if (op.need_req) {
                 if (psn_diff(op.first_psn, e.una) >= static_cast<int32_t>(kWindow) || pending_count() > kPendingMax)
                     break;
@@ -784,8 +805,11 @@ void go_back(Qp& qp, uint32_t psn, bool all_reads) {
     QpEngine& e = *qp.eng;
     e.snd_nxt = psn;
     for (SendOp& op : e.outstanding)
-        if (!op.done && is_read_or_atomic(op.opcode) && (all_reads || psn_diff(op.first_psn, psn) >= 0))
+        if (!op.done && is_read_or_atomic(op.opcode) && (all_reads || psn_diff(op.first_psn, psn) >= 0)) {
             op.need_req = true;
+            if (all_reads)
+                op.ooo_asked = false;
+        }
     arm_timer(qp);
 }
 
@@ -907,6 +931,27 @@ void implicit_ack_before(Qp& qp, const SendOp& op) {
     }
 }
 
+// Responses come back in request order. One for a later read/atomic while an
+// earlier one is unanswered means the earlier response was lost: ask again
+// from it (once until the next timeout) and drop this one. True when op is
+// the oldest unanswered read/atomic and the response may be used.
+bool response_in_order(Qp& qp, const SendOp& op) {
+    QpEngine& e = *qp.eng;
+    for (SendOp& first : e.outstanding) {
+        if (first.done || !is_read_or_atomic(first.opcode))
+            continue;
+        if (&first == &op)
+            return true;
+        if (!first.ooo_asked) {
+            first.ooo_asked = true;
+            UVSIM_TRACE("qpn 0x%x: response psn overtook the one of psn %u: asking again", qp.qpn, first.first_psn);
+            go_back(qp, first.first_psn, false);
+        }
+        return false;
+    }
+    return false;
+}
+
 void handle_read_resp(Qp& qp, const Packet& p) {
     QpEngine& e = *qp.eng;
     for (SendOp& op : e.outstanding) {
@@ -915,6 +960,8 @@ void handle_read_resp(Qp& qp, const Packet& p) {
         const int32_t d = psn_diff(p.h.psn, op.first_psn);
         if (d < 0 || d >= static_cast<int32_t>(op.npkts))
             continue;
+        if (!response_in_order(qp, op))
+            return;
         const uint32_t mtu = qp_mtu(qp);
         if (static_cast<uint32_t>(d) * mtu != op.read_got) {
             // a response was lost (or this one repeats): ask once for the rest
@@ -939,9 +986,13 @@ void handle_read_resp(Qp& qp, const Packet& p) {
         }
         op.read_got += p.h.payload_len;
         advance_una(qp, psn_add(p.h.psn, 1));
+        // data arriving is progress even when a later ACK moved una already
+        e.retries = qp.retry_cnt;
+        arm_timer(qp);
         if (last) {
             op.done = true;
             implicit_ack_before(qp, op);
+            ack_through(qp, e.una);
             retire(qp);
         }
         return;
@@ -955,6 +1006,8 @@ void handle_atomic_ack(Qp& qp, const Packet& p) {
             continue;
         if (op.opcode != MLX5_OPCODE_ATOMIC_CS && op.opcode != MLX5_OPCODE_ATOMIC_FA)
             return;
+        if (!response_in_order(qp, op))
+            return;
         implicit_ack_before(qp, op);
         if (uint8_t syn = scatter(qp, op.sges, 0, reinterpret_cast<const uint8_t*>(&p.h.orig), 8)) {
             fail_head(qp, syn);
@@ -962,6 +1015,7 @@ void handle_atomic_ack(Qp& qp, const Packet& p) {
         }
         op.done = true;
         advance_una(qp, psn_add(p.h.psn, 1));
+        ack_through(qp, e.una);
         retire(qp);
         return;
     }
@@ -1155,6 +1209,21 @@ void recv_error(Qp& qp, RecvState& r, uint8_t syndrome) {
     r.active = false;
 }
 
+// Responses leave in request order: an acknowledgement waits behind the read
+// responses still queued.
+void respond(Qp& qp, Packet& a) {
+    QpEngine& e = *qp.eng;
+    if (e.reads.empty()) {
+        xmit(a);
+        return;
+    }
+    QpEngine::ReadJob j;
+    j.hdr_only = true;
+    j.hdr = a.h;
+    j.hdr.payload_len = 0;
+    e.reads.push_back(j);
+}
+
 void send_ack(Qp& qp, const Packet& req, uint8_t syndrome, uint32_t psn) {
     Packet a{};
     a.h.opcode = TRANSPORT_RC | OP_ACK;
@@ -1165,7 +1234,7 @@ void send_ack(Qp& qp, const Packet& req, uint8_t syndrome, uint32_t psn) {
     a.h.msn = qp.eng->msn;
     fill_addr(qp, qp.av, a);
     (void)req;
-    xmit(a);
+    respond(qp, a);
 }
 
 // The 40 bytes a UD receive gets ahead of the payload when the packet had a
@@ -1234,6 +1303,7 @@ void ud_receive(Qp& qp, const Packet& p) {
 }
 
 void responder_fatal(Qp& qp, const Packet& p, uint8_t nak, uint32_t event) {
+    qp.eng->reads.clear();   // the QP stops answering; the NAK goes out now
     if (qp.qp_type == IBV_QPT_RC)
         send_ack(qp, p, nak, p.h.psn);
     if (qp.eng->recv.active)
@@ -1273,7 +1343,7 @@ void responder(Qp& qp, const Packet& p) {
                     r.h.msn = e.msn;
                     r.h.orig = a.orig;
                     fill_addr(qp, qp.av, r);
-                    xmit(r);
+                    respond(qp, r);
                     break;
                 }
             return;
@@ -1451,25 +1521,20 @@ void responder(Qp& qp, const Packet& p) {
         }
         const uint32_t mtu = mtu_bytes(qp.path_mtu);
         const uint32_t n = std::max<uint32_t>(1, (p.h.dma_len + mtu - 1) / mtu);
-        Packet r{};
-        r.h.src_qpn = qp.qpn;
-        r.h.dest_qpn = qp.dest_qpn;
-        fill_addr(qp, qp.av, r);
-        for (uint32_t i = 0; i < n; ++i) {
-            const uint32_t len = std::min(mtu, p.h.dma_len - i * mtu);
-            r.h.opcode = TRANSPORT_RC | (n == 1 ? OP_READ_RESP_ONLY
-                                         : i == 0 ? OP_READ_RESP_FIRST
-                                         : i == n - 1 ? OP_READ_RESP_LAST
-                                                      : OP_READ_RESP_MIDDLE);
-            r.h.psn = psn_add(p.h.psn, i);
-            r.h.payload_len = static_cast<uint16_t>(p.h.dma_len ? len : 0);
-            if (r.h.payload_len && !app_read(r.payload, proc + uint64_t(i) * mtu, r.h.payload_len)) {
-                responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
-                return;
-            }
-            r.h.msn = e.msn;
-            xmit(r);
+        if (d < 0) {
+            // asked again (responses were lost): what was queued from this
+            // PSN on is replaced by the new request
+            while (!e.reads.empty() && !e.reads.back().hdr_only &&
+                   psn_diff(psn_add(e.reads.back().psn, e.reads.back().n), p.h.psn) > 0)
+                e.reads.pop_back();
         }
+        QpEngine::ReadJob j;
+        j.psn = p.h.psn;
+        j.proc = proc;
+        j.len = p.h.dma_len;
+        j.n = n;
+        j.msn = d >= 0 ? e.msn + 1 : e.msn;
+        e.reads.push_back(j);
         if (d >= 0) {
             e.epsn = psn_add(p.h.psn, n);
             ++e.msn;
@@ -1515,10 +1580,58 @@ void responder(Qp& qp, const Packet& p) {
         a.h.msn = e.msn;
         a.h.orig = orig;
         fill_addr(qp, qp.av, a);
-        xmit(a);
+        respond(qp, a);
         return;
     }
     responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+}
+
+// Sends queued read responses while the wire takes them.
+bool pump_reads(Qp& qp) {
+    QpEngine& e = *qp.eng;
+    if (e.reads.empty())
+        return false;
+    if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) {
+        e.reads.clear();
+        return false;
+    }
+    const uint32_t mtu = mtu_bytes(qp.path_mtu);
+    Packet& r = scratch_packet();
+    bool sent = false;
+    for (int budget = 256; budget > 0 && !e.reads.empty() && pending_count() < kPendingMax; --budget) {
+        QpEngine::ReadJob& j = e.reads.front();
+        if (j.hdr_only) {
+            r.h = j.hdr;
+            e.reads.pop_front();
+            xmit(r);
+            sent = true;
+            continue;
+        }
+        memset(&r.h, 0, sizeof r.h);
+        r.h.src_qpn = qp.qpn;
+        r.h.dest_qpn = qp.dest_qpn;
+        fill_addr(qp, qp.av, r);
+        const uint32_t i = j.i;
+        r.h.opcode = TRANSPORT_RC | (j.n == 1 ? OP_READ_RESP_ONLY
+                                     : i == 0 ? OP_READ_RESP_FIRST
+                                     : i == j.n - 1 ? OP_READ_RESP_LAST
+                                                    : OP_READ_RESP_MIDDLE);
+        r.h.psn = psn_add(j.psn, i);
+        r.h.payload_len = static_cast<uint16_t>(j.len ? std::min(mtu, j.len - i * mtu) : 0);
+        r.h.msn = j.msn;
+        if (r.h.payload_len && !app_read(r.payload, j.proc + uint64_t(i) * mtu, r.h.payload_len)) {
+            // the memory went away under a registered MR
+            e.reads.clear();
+            r.h.psn = j.psn;
+            responder_fatal(qp, r, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+            return true;
+        }
+        xmit(r);
+        sent = true;
+        if (++j.i == j.n)
+            e.reads.pop_front();
+    }
+    return sent;
 }
 
 void dispatch(const Packet& p) {
@@ -1622,6 +1735,7 @@ bool step() {
         if (!sim().qps.count(qp->qpn) || !qp->eng)
             continue;   // gone, or never modified (RESET: the device ignores it)
         work |= poll_sq(*qp);
+        work |= pump_reads(*qp);
         work |= poll_rq_error(*qp);
         work |= timers(*qp);
     }
@@ -1721,7 +1835,21 @@ void engine_qp_state_changed(Qp& qp, uint8_t old) {
     }
 }
 
-void engine_qp_destroy(Qp& qp) { qp.eng.reset(); }
+void engine_qp_destroy(Qp& qp) {
+    // What this QP already answered (ACKs, read responses) left the port on
+    // a real device; here it may still sit in the outgoing queue because a
+    // peer socket was full. Give it a moment to go before the process
+    // (often about to exit) loses it; the peer drains its own socket.
+    if (qp.eng && pending_count()) {
+        const uint64_t end = now_ns() + 200000000ull;
+        while (pending_count() && now_ns() < end)
+            if (!flush_pending()) {
+                timespec ts{0, 200000};
+                nanosleep(&ts, nullptr);
+            }
+    }
+    qp.eng.reset();
+}
 
 void engine_cq_destroy(Cq&) {}
 
