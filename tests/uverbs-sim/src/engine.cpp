@@ -363,6 +363,8 @@ struct QpEngine {
     RecvState recv;
     bool w_active = false;    // RDMA write in progress
     uint64_t w_proc = 0, w_left = 0, w_total = 0;
+    uint64_t w_va = 0;        // next remote address (re-checked per packet)
+    uint32_t w_rkey = 0;
     // the last atomics executed, for replaying a duplicate request
     struct AtomicDone {
         uint32_t psn = 0xffffffff;
@@ -375,6 +377,8 @@ struct QpEngine {
     struct ReadJob {
         uint32_t psn = 0;        // of response packet 0
         uint64_t proc = 0;       // process address of the data
+        uint64_t va = 0;         // remote address and key (re-checked per packet)
+        uint32_t rkey = 0;
         uint32_t len = 0;
         uint32_t n = 1, i = 0;   // packets, next packet
         uint32_t msn = 0;
@@ -1453,6 +1457,8 @@ void responder(Qp& qp, const Packet& p) {
             }
             e.w_active = true;
             e.w_proc = proc;
+            e.w_va = p.h.va;
+            e.w_rkey = p.h.rkey;
             e.w_left = p.h.dma_len;
             e.w_total = p.h.dma_len;
         } else if (!e.w_active) {
@@ -1478,12 +1484,24 @@ void responder(Qp& qp, const Packet& p) {
             }
         }
         e.nak_sent = false;
+        // the MR is looked up again for every packet: one deregistered while
+        // the write is under way must stop it, not let it land in memory the
+        // application may have freed
+        uint64_t wproc = e.w_proc;
+        if (p.h.payload_len && !first &&
+            resolve_remote(qp, e.w_rkey, e.w_va, p.h.payload_len, IBV_ACCESS_REMOTE_WRITE, wproc)) {
+            if (rc)
+                responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+            return;
+        }
+        e.w_proc = wproc;
         if (p.h.payload_len && !app_write(e.w_proc, p.payload, p.h.payload_len)) {
             if (rc)
                 responder_fatal(qp, p, AETH_NAK_REM_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
             return;
         }
         e.w_proc += p.h.payload_len;
+        e.w_va += p.h.payload_len;
         e.w_left -= p.h.payload_len;
         e.epsn = psn_add(p.h.psn, 1);
         if (rc && !last && (p.h.flags & kFlagAckReq))
@@ -1531,6 +1549,8 @@ void responder(Qp& qp, const Packet& p) {
         QpEngine::ReadJob j;
         j.psn = p.h.psn;
         j.proc = proc;
+        j.va = p.h.va;
+        j.rkey = p.h.rkey;
         j.len = p.h.dma_len;
         j.n = n;
         j.msn = d >= 0 ? e.msn + 1 : e.msn;
@@ -1619,7 +1639,10 @@ bool pump_reads(Qp& qp) {
         r.h.psn = psn_add(j.psn, i);
         r.h.payload_len = static_cast<uint16_t>(j.len ? std::min(mtu, j.len - i * mtu) : 0);
         r.h.msn = j.msn;
-        if (r.h.payload_len && !app_read(r.payload, j.proc + uint64_t(i) * mtu, r.h.payload_len)) {
+        uint64_t src = j.proc + uint64_t(i) * mtu;
+        if (r.h.payload_len &&
+            (resolve_remote(qp, j.rkey, j.va + uint64_t(i) * mtu, r.h.payload_len, IBV_ACCESS_REMOTE_READ, src) ||
+             !app_read(r.payload, src, r.h.payload_len))) {
             // the memory went away under a registered MR
             e.reads.clear();
             r.h.psn = j.psn;

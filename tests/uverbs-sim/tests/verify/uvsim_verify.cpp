@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <poll.h>
+#include <sys/mman.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -1449,6 +1450,74 @@ CASE(drop_every) {
     }
     CHECK(got > 10 && got < 40);
     fprintf(stderr, "UC: %d of 40 messages arrived\n", got);
+}
+
+// Objects torn down while traffic is in flight: the process lives on and
+// the device keeps working.
+CASE(destroy_busy) {
+    Dev d = open_dev("mlx5_0");
+    // (1) a requester destroyed while it retries RNR forever
+    {
+        QpOpts o;
+        o.rnr_retry = 7;
+        auto [a, b] = pair(d, o);
+        Buf sb = mkbuf(d.pd, 1 << 16);
+        for (int i = 0; i < 20; ++i)
+            post(a, {.wr_id = uint64_t(i), .sges = {sge(sb, 0, 1 << 16)}});
+        usleep(20000);
+        CHECK_OK(ibv_destroy_qp(a.qp));
+        CHECK_OK(ibv_destroy_qp(b.qp));
+    }
+    // (2) the target MR of RDMA writes deregistered and unmapped under them
+    {
+        QpOpts o;
+        o.timeout = 8;
+        o.retry = 1;
+        auto [a, b] = pair(d, o);
+        Buf sb = mkbuf(d.pd, 1 << 20);
+        const size_t n = 1 << 20;
+        void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED);
+        ibv_mr* mr = ibv_reg_mr(d.pd, m, n, kAll);
+        CHECK(mr);
+        for (int i = 0; i < 8; ++i)
+            post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = uint64_t(i), .sges = {sge(sb, 0, n)},
+                     .raddr = reinterpret_cast<uint64_t>(m), .rkey = mr->rkey});
+        // the first write lands; the MR goes while the next ones are on the wire
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, 0, IBV_WC_RDMA_WRITE));
+        CHECK_OK(ibv_dereg_mr(mr));
+        CHECK_OK(munmap(m, n));
+        bool failed = false;
+        for (int i = 1; i < 8; ++i) {
+            ibv_wc wc = POLL1(a.scq);
+            CHECK_EQ(wc.wr_id, i);
+            if (!failed && wc.status == IBV_WC_SUCCESS)
+                continue;
+            if (!failed) {
+                CHECK(wc.status == IBV_WC_REM_ACCESS_ERR);
+                failed = true;
+                continue;
+            }
+            CHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+        }
+    }
+    // (3) the responder of a 1 MiB read destroyed right after the request
+    {
+        QpOpts o;
+        o.timeout = 8;
+        o.retry = 1;
+        auto [a, b] = pair(d, o);
+        Buf src = mkbuf(d.pd, 1 << 20), dst = mkbuf(d.pd, 1 << 20);
+        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 1, .sges = {sge(dst, 0, 1 << 20)}, .raddr = src.addr(),
+                 .rkey = src.rkey()});
+        CHECK_OK(ibv_destroy_qp(b.qp));
+        ibv_wc wc = POLL1(a.scq);
+        CHECK(wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_RETRY_EXC_ERR);
+    }
+    // the device still works
+    auto [a, b] = pair(d);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 64);
+    send_one(a, b, sb, rb, 4096, 1);
 }
 
 // ---------------------------------------------------- forged (bad) WQEs
