@@ -1168,6 +1168,17 @@ CASE(rem_access) {
         CHECK_EQ(ASYNC_WAIT(d).event_type, IBV_EVENT_QP_ACCESS_ERR);
         CHECK_EQ(tb.p[0], 0);
     }
+    // (4) an atomic on an address that is not 8-byte aligned: invalid request
+    {
+        auto [a, b] = pair(d);
+        Buf sb = mkbuf(d.pd, 64), tb = mkbuf(d.pd, 64);
+        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 6, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(4),
+                 .rkey = tb.rkey(), .swap = 1});
+        check_wc(__LINE__, POLL1(a.scq), err_want(a, 6, IBV_WC_REM_INV_REQ_ERR));
+        ibv_async_event ev = ASYNC_WAIT(d);
+        CHECK_EQ(ev.event_type, IBV_EVENT_QP_REQ_ERR);
+        CHECK(ev.element.qp == b.qp);
+    }
 }
 
 CASE(loc_prot) {
@@ -1638,6 +1649,40 @@ CASE(bad_wqe) {
         const uint32_t bc = htobe32(MLX5_INLINE_SEG | 1000);
         memcpy(w + 16, &bc, 4);
         raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // an RDMA read carrying inline data instead of a scatter list
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_RDMA_READ, 3);
+        auto* ra = reinterpret_cast<mlx5_wqe_raddr_seg*>(w + 16);
+        ra->raddr = htobe64(mb.addr());
+        ra->rkey = htobe32(mb.rkey());
+        const uint32_t bc = htobe32(MLX5_INLINE_SEG | 8);
+        memcpy(w + 32, &bc, 4);
+        raw_post(r, w, 1);
+        raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
+    }
+    // a bad WQE behind a good one still in flight completes after it, in order
+    {
+        Raw r = raw_qp(d);
+        uint8_t w[64] = {};
+        raw_ctrl(w, r, MLX5_OPCODE_RDMA_WRITE, 3);
+        auto* ra = reinterpret_cast<mlx5_wqe_raddr_seg*>(w + 16);
+        ra->raddr = htobe64(mb.addr());
+        ra->rkey = htobe32(mb.rkey());
+        auto* ds = reinterpret_cast<mlx5_wqe_data_seg*>(w + 32);
+        ds->byte_count = htobe32(64);
+        ds->lkey = htobe32(mb.lkey());
+        ds->addr = htobe64(mb.addr() + 100);
+        raw_post(r, w, 1);
+        uint8_t bad[64] = {};
+        raw_ctrl(bad, r, 0x1e, 1);
+        raw_post(r, bad, 1);
+        ibv_wc wc = POLL1(r.q.scq);
+        CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
         raw_expect(r, IBV_WC_LOC_QP_OP_ERR);
     }
     // the process is fine and the device still works
