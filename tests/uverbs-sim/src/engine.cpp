@@ -68,6 +68,15 @@ bool g_started = false;
 
 size_t pending_count() { return g_pend.total; }
 
+// Packets queued for other processes (ours are drained by our model thread).
+size_t pending_remote() {
+    size_t n = 0;
+    for (auto& [slot, q] : g_pend.by_slot)
+        if (slot != sim().slot)
+            n += q.size();
+    return n;
+}
+
 void xmit(Packet& p) {
     p.h.magic = kWireMagic;
     if (wire_fault_drop(p))
@@ -1863,9 +1872,9 @@ void engine_qp_destroy(Qp& qp) {
     // a real device; here it may still sit in the outgoing queue because a
     // peer socket was full. Give it a moment to go before the process
     // (often about to exit) loses it; the peer drains its own socket.
-    if (qp.eng && pending_count()) {
+    if (qp.eng && pending_remote()) {
         const uint64_t end = now_ns() + 200000000ull;
-        while (pending_count() && now_ns() < end)
+        while (pending_remote() && now_ns() < end)
             if (!flush_pending()) {
                 timespec ts{0, 200000};
                 nanosleep(&ts, nullptr);
