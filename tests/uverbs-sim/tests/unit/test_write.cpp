@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -773,4 +774,43 @@ TEST_F(Write, CloseFreesEverything) {
     ok(create_comp_channel(A(kResp)));
     (void)s;
     // TearDown closes the file and checks nothing is left
+}
+
+// ---------------------------------------------------------------- mmap
+
+TEST_F(Write, MmapUarPages) {
+    const long page = sysconf(_SC_PAGESIZE);
+    auto map = [&](off_t off, size_t len, int prot, int flags, int& err) {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        err = 0;
+        return uvsim::uverbs_mmap(file_->ctx(), nullptr, len, prot, flags, off, err);
+    };
+    int err;
+    EXPECT_EQ(map(0, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);   // no context yet
+    EXPECT_EQ(err, EINVAL);
+    context();   // 4 bfregs: 2 UAR pages
+    // UAR pages 0 and 1, regular (cmd 0), write-combining (2), non-cached (3)
+    for (off_t cmd : {0, 2, 3})
+        for (off_t idx : {0, 1}) {
+            void* p = map((cmd << 8 | idx) * page, page, PROT_WRITE, MAP_SHARED, err);
+            ASSERT_NE(p, MAP_FAILED) << cmd << "/" << idx << " errno " << err;
+            static_cast<volatile uint32_t*>(p)[0x800 / 4] = 1;   // a doorbell write lands in plain memory
+            munmap(p, page);
+        }
+    EXPECT_EQ(map(2 * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);   // UAR 2 of 2
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(map(0, 2 * page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);      // one page at a time
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(map(100, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);        // not page aligned
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(map(0, page, PROT_WRITE, MAP_PRIVATE, err), MAP_FAILED);         // private
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(map((7 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);   // unknown command
+    EXPECT_EQ(err, EINVAL);
+    // the core clock page (cmd 5) is read-only
+    EXPECT_EQ(map((5 << 8) * page, page, PROT_READ | PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
+    EXPECT_EQ(err, EPERM);
+    void* c = map((5 << 8) * page, page, PROT_READ, MAP_SHARED, err);
+    ASSERT_NE(c, MAP_FAILED);
+    munmap(c, page);
 }
