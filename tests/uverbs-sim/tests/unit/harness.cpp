@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -32,6 +35,29 @@ void remove_run_dir() {
         nftw(d.c_str(), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+// Run directories of this kind whose process is gone (a crash, an abort
+// of the fuzzer, a killed test) are removed: names are
+// uvsim-<tag>-<pid>.XXXXXX.
+void remove_stale_dirs(const std::string& tmp, const char* tag) {
+    DIR* d = opendir(tmp.c_str());
+    if (!d)
+        return;
+    const std::string prefix = std::string("uvsim-") + tag + "-";
+    while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0)
+            continue;
+        const long pid = strtol(name.c_str() + prefix.size(), nullptr, 10);
+        const std::string path = tmp + "/" + name;
+        struct stat st;
+        if (pid <= 0 || lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+            continue;
+        if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+            nftw(path.c_str(), rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    closedir(d);
+}
+
 }  // namespace
 
 void setup_env(const char* tag, const char* config_text) {
@@ -39,7 +65,9 @@ void setup_env(const char* tag, const char* config_text) {
                           "UVERBS_SIM_LINK", "UVERBS_SIM_DIR"})
         unsetenv(v);
     const char* tmp = getenv("TMPDIR");
-    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/uvsim-" + tag + ".XXXXXX";
+    const std::string tmpdir = tmp && *tmp ? tmp : "/tmp";
+    remove_stale_dirs(tmpdir, tag);
+    std::string tmpl = tmpdir + "/uvsim-" + tag + "-" + std::to_string(getpid()) + ".XXXXXX";
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back(0);
     if (!mkdtemp(buf.data())) {

@@ -24,7 +24,8 @@ inline constexpr const char* kTwoDevices =
     "link_layer eth\n"
     "port 1 mac 02:11:22:33:44:55 ipv4 192.168.7.9\n";
 
-// Gives this program its own run directory (removed at exit) and, when
+// Gives this program its own run directory ($TMPDIR/uvsim-<tag>-<pid>.XXXXXX,
+// removed at exit; those of dead processes are removed here) and, when
 // config_text is not null, a configuration file with that text. The core
 // reads its configuration once (cfg(), first used by a static initializer of
 // the library), so call this from UVSIM_TEST_ENV below, which runs before
