@@ -417,8 +417,11 @@ void fill_addr(Qp& qp, const Av& av, Packet& p) {
     if (av.grh || pc.ethernet) {
         p.h.flags |= kFlagGrh;
         auto gids = port_gids(pc);
-        if (av.sgid_index < gids.size())
+        if (av.sgid_index < gids.size()) {
             memcpy(p.h.sgid, gids[av.sgid_index].gid, 16);
+            if (pc.ethernet && gids[av.sgid_index].type == 1)
+                p.h.flags |= kFlagRoceV2;
+        }
         memcpy(p.h.dgid, av.dgid, 16);
         p.h.tclass = av.traffic_class;
         p.h.flow_label = av.flow_label & 0xfffff;
@@ -1251,18 +1254,47 @@ void send_ack(Qp& qp, const Packet& req, uint8_t syndrome, uint32_t psn) {
 }
 
 // The 40 bytes a UD receive gets ahead of the payload when the packet had a
-// GRH: the GRH as it travelled (IPv6-like: version 6, traffic class, flow
-// label, PayLen = BTH + DETH [+ ImmDt] + payload + pad + ICRC, next header
-// 0x1b, hop limit, SGID, DGID).
-void grh_area(const Packet& p, uint8_t grh[40]) {
+// GRH: the network header as it travelled. IB and RoCE v1: the GRH
+// (IPv6-like: version 6, traffic class, flow label, PayLen = BTH + DETH
+// [+ ImmDt] + payload + pad + ICRC, next header 0x1b, hop limit, SGID,
+// DGID). RoCE v2: the IP header of the UDP datagram; for IPv4-mapped GIDs an
+// IPv4 header in the last 20 bytes (the first 20 left as they were), else an
+// IPv6 header with next header 17 (UDP).
+void grh_area(const Packet& p, uint8_t grh[40], bool& ipv4_only) {
     memset(grh, 0, 40);
+    ipv4_only = false;
+    const bool imm = (p.h.opcode & 0x1f) == OP_SEND_ONLY_IMM;
+    const uint32_t ib_len = 12 + 8 + (imm ? 4 : 0) + ((p.h.payload_len + 3u) & ~3u) + 4;
+    const bool v2 = p.h.flags & kFlagRoceV2;
+    static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (v2 && !memcmp(p.h.sgid, v4_prefix, 12) && !memcmp(p.h.dgid, v4_prefix, 12)) {
+        uint8_t* h = grh + 20;
+        const uint16_t total = static_cast<uint16_t>(20 + 8 + ib_len);
+        h[0] = 0x45;
+        h[1] = p.h.tclass;
+        h[2] = static_cast<uint8_t>(total >> 8);
+        h[3] = static_cast<uint8_t>(total);
+        h[6] = 0x40;   // don't fragment
+        h[8] = p.h.hop_limit;
+        h[9] = 17;     // UDP
+        memcpy(h + 12, p.h.sgid + 12, 4);
+        memcpy(h + 16, p.h.dgid + 12, 4);
+        uint32_t sum = 0;
+        for (int i = 0; i < 20; i += 2)
+            sum += uint32_t(h[i]) << 8 | h[i + 1];
+        while (sum >> 16)
+            sum = (sum & 0xffff) + (sum >> 16);
+        const uint16_t csum = static_cast<uint16_t>(~sum);
+        h[10] = static_cast<uint8_t>(csum >> 8);
+        h[11] = static_cast<uint8_t>(csum);
+        ipv4_only = true;
+        return;
+    }
     const uint32_t w0 = htobe32((6u << 28) | (uint32_t(p.h.tclass) << 20) | (p.h.flow_label & 0xfffff));
     memcpy(grh, &w0, 4);
-    const bool imm = (p.h.opcode & 0x1f) == OP_SEND_ONLY_IMM;
-    const uint32_t len = 12 + 8 + (imm ? 4 : 0) + ((p.h.payload_len + 3u) & ~3u) + 4;
-    const uint16_t plen = htobe16(static_cast<uint16_t>(len));
+    const uint16_t plen = htobe16(static_cast<uint16_t>(v2 ? ib_len + 8 : ib_len));
     memcpy(grh + 4, &plen, 2);
-    grh[6] = 0x1b;
+    grh[6] = v2 ? 17 : 0x1b;
     grh[7] = p.h.hop_limit;
     memcpy(grh + 8, p.h.sgid, 16);
     memcpy(grh + 24, p.h.dgid, 16);
@@ -1288,8 +1320,9 @@ void ud_receive(Qp& qp, const Packet& p) {
     }
     if (grh) {
         uint8_t g[40];
-        grh_area(p, g);
-        if (uint8_t syn = scatter(qp, r.sges, 0, g, 40)) {
+        bool ipv4_only;
+        grh_area(p, g, ipv4_only);
+        if (uint8_t syn = ipv4_only ? scatter(qp, r.sges, 20, g + 20, 20) : scatter(qp, r.sges, 0, g, 40)) {
             recv_error(qp, r, syn);
             set_error(qp);
             return;

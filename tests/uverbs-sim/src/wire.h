@@ -89,6 +89,7 @@ enum : uint8_t {
     kFlagSolicited = 1,
     kFlagGrh = 2,
     kFlagAckReq = 4,       // BTH AckReq: the responder acknowledges this packet
+    kFlagRoceV2 = 8,       // RoCE v2: UDP/IP encapsulation (the GRH is an IPv4/IPv6 header)
 };
 
 struct Packet {

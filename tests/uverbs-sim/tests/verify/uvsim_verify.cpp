@@ -841,6 +841,67 @@ CASE(ud_send) {
         SAME(g + 8, d.gid.raw, 16, "GRH sgid");
         SAME(g + 24, d.gid.raw, 16, "GRH dgid");
     }
+    if (!is_eth(d))
+        return;
+    // RoCE v2: the 40 bytes hold the IP header of the UDP datagram. Each GID
+    // of the port in turn; the receiver builds the reply AH from it with
+    // Debian's ibv_init_ah_from_wc, which must find the sender's GID again.
+    for (int idx = 0; idx < 8; ++idx) {
+        ibv_gid gid;
+        if (ibv_query_gid(d.ctx, d.port, idx, &gid) || !memcmp(gid.raw, ibv_gid{}.raw, 16))
+            break;
+        ibv_ah_attr va = ah_to(d, d, true);
+        va.grh.sgid_index = static_cast<uint8_t>(idx);
+        va.grh.dgid = gid;
+        va.grh.hop_limit = 9;
+        va.grh.traffic_class = 0x10;
+        ibv_ah* vah = ibv_create_ah(d.pd, &va);
+        CHECK(vah);
+        const uint32_t len = 50;
+        fill(sb, 0, len, 77 + idx);
+        memset(rb.p, 0xee, rb.n);
+        post_recv(b, 700 + idx, {sge(rb, 0, static_cast<uint32_t>(rb.n))});
+        post(a, {.wr_id = uint64_t(600 + idx), .sges = {sge(sb, 0, len)}, .ah = vah, .rqpn = b.qpn(), .rqkey = o.qkey});
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, 600 + idx, IBV_WC_SEND));
+        ibv_wc wc = POLL1(b.rcq);
+        Want w = recv_want(b, a, 700 + idx, 40 + len);
+        w.grh = true;
+        check_wc(__LINE__, wc, w);
+        SAME(rb.p + 40, sb.p, len, "payload");
+        const uint8_t* g = rb.p;
+        static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        ibv_gid_entry ge{};
+        CHECK_OK(ibv_query_gid_ex(d.ctx, d.port, idx, &ge, 0));
+        const bool v2 = ge.gid_type == IBV_GID_TYPE_ROCE_V2;
+        const bool ipv4 = v2 && !memcmp(gid.raw, v4, 12);
+        if (ipv4) {
+            for (int i = 0; i < 20; ++i)
+                CHECK_EQ(g[i], 0xee);   // only the IPv4 header is written
+            const uint8_t* h = g + 20;
+            CHECK_EQ(h[0], 0x45);
+            CHECK_EQ(h[1], 0x10);
+            CHECK_EQ((h[2] << 8 | h[3]), 20 + 8 + 12 + 8 + 52 + 4);
+            CHECK_EQ(h[8], 9);
+            CHECK_EQ(h[9], 17);
+            uint32_t sum = 0;
+            for (int i = 0; i < 20; i += 2)
+                sum += uint32_t(h[i]) << 8 | h[i + 1];
+            while (sum >> 16)
+                sum = (sum & 0xffff) + (sum >> 16);
+            CHECK_EQ(sum, 0xffff);      // header checksum
+            SAME(h + 12, gid.raw + 12, 4, "IPv4 source");
+            SAME(h + 16, gid.raw + 12, 4, "IPv4 destination");
+        } else {
+            CHECK_EQ(g[0] >> 4, 6);
+            CHECK_EQ(g[6], v2 ? 17 : 0x1b);   // next header: UDP (v2) or IBA transport (v1)
+            SAME(g + 8, gid.raw, 16, "GRH sgid");
+        }
+        ibv_ah_attr back{};
+        CHECK_OK(ibv_init_ah_from_wc(d.ctx, d.port, &wc, reinterpret_cast<ibv_grh*>(rb.p), &back));
+        CHECK_EQ(back.is_global, 1);
+        SAME(back.grh.dgid.raw, gid.raw, 16, "reply AH dgid");
+        CHECK_EQ(back.grh.sgid_index, idx);
+    }
 }
 
 CASE(ud_qkey) {
