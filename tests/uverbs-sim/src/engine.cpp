@@ -335,6 +335,7 @@ struct SendOp {
     uint32_t first_psn = 0, npkts = 1;
     uint32_t read_got = 0;       // RDMA read: bytes scattered so far
     uint32_t gap_at = ~0u;       // RDMA read: read_got when a gap was last re-requested
+    uint32_t gap_seen = 0;       // RDMA read: out-of-order responses since then
     bool need_req = true;        // RDMA read / atomic: the request is to be (re)sent
     bool ooo_asked = false;      // re-requested after a later response overtook it
     uint8_t local_err = 0;       // a bad WQE: completes with this syndrome in its turn
@@ -365,6 +366,7 @@ struct QpEngine {
     uint64_t rnr_until = 0;
     uint32_t rnr_psn = 0;
     bool sq_stalled = false; // a bad WQE is queued: read no further
+    bool dup_head = false;   // send the next retransmitted packet twice (see timers)
     // responder
     uint32_t epsn = 0;
     uint32_t msn = 0;
@@ -787,6 +789,11 @@ bool pump(Qp& qp) {
                 if (psn_diff(op.first_psn, e.una) >= static_cast<int32_t>(kWindow) || pending_count() > kPendingMax)
                     break;
                 send_request(qp, op);
+                if (e.dup_head) {
+                    e.dup_head = false;
+                    op.need_req = true;
+                    send_request(qp, op);
+                }
                 sent = true;
             }
             if (psn_diff(e.snd_nxt, end) < 0)
@@ -805,6 +812,10 @@ bool pump(Qp& qp) {
             if (inflight >= static_cast<int32_t>(kWindow) || pending_count() > kPendingMax)
                 goto out;
             send_packet(qp, op, i, inflight + 1 == static_cast<int32_t>(kWindow) || (e.snd_nxt % kAckEvery) == 0);
+            if (e.dup_head) {
+                e.dup_head = false;
+                send_packet(qp, op, i, true);
+            }
             e.snd_nxt = psn_add(e.snd_nxt, 1);
             sent = true;
         }
@@ -823,6 +834,7 @@ void go_back(Qp& qp, uint32_t psn, bool all_reads) {
     for (SendOp& op : e.outstanding)
         if (!op.done && is_read_or_atomic(op.opcode) && (all_reads || psn_diff(op.first_psn, psn) >= 0)) {
             op.need_req = true;
+            op.gap_at = ~0u;
             if (all_reads)
                 op.ooo_asked = false;
         }
@@ -981,8 +993,11 @@ void handle_read_resp(Qp& qp, const Packet& p) {
         const uint32_t mtu = qp_mtu(qp);
         if (static_cast<uint32_t>(d) * mtu != op.read_got) {
             // a response was lost (or this one repeats): ask once for the rest
-            if (static_cast<uint32_t>(d) * mtu > op.read_got && op.gap_at != op.read_got) {
+            // (again every 64 of them: the repeated request may be lost too)
+            if (static_cast<uint32_t>(d) * mtu > op.read_got &&
+                (op.gap_at != op.read_got || ++op.gap_seen % 64 == 0)) {
                 op.gap_at = op.read_got;
+                op.gap_seen = 0;
                 UVSIM_TRACE("qpn 0x%x: read response psn %u missing: requesting again", qp.qpn,
                             psn_add(op.first_psn, op.read_got / mtu));
                 send_request(qp, op);
@@ -1064,6 +1079,10 @@ bool timers(Qp& qp) {
     --e.retries;
     UVSIM_TRACE("qpn 0x%x: timeout, retransmitting from psn %u (%d retries left)", qp.qpn, e.una, e.retries);
     go_back(qp, e.una, true);
+    // A second timeout in a row: the first packet goes out twice. A lossy
+    // link that drops packets periodically (the drop_every fault) could
+    // otherwise hit the same retransmission round after round.
+    e.dup_head = e.retries < qp.retry_cnt - 1;
     return true;
 }
 
