@@ -182,7 +182,8 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
         e->wqe_counter = htobe16(ci.wqe_counter);
         e->slid = htobe16(ci.slid);
         e->flags_rqpn = htobe32((ci.src_qpn & 0xffffff) | (ci.grh ? (1u << 28) : 0) | (uint32_t(ci.sl & 0xf) << 24));
-        e->timestamp = htobe64(now_ns());
+        // in device clock cycles: hca_core_clock is 156250 kHz (5/32 per ns)
+        e->timestamp = htobe64(now_ns() / 32 * 5);
     }
     auto* e64 = reinterpret_cast<mlx5_cqe64*>(tmp);
     if (cq.ctx && cq.ctx->cqe_version == 1)
