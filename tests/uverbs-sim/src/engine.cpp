@@ -1500,9 +1500,11 @@ void responder(Qp& qp, const Packet& p) {
             ci.srq = e.recv.from_srq ? qp.srq : nullptr;
             e.recv.active = false;
             ++e.msn;
-            complete(qp, *qp.recv_cq, ci);
+            // the ACK leaves before the CQE is visible: an application that
+            // exits right after polling it must not strand its peer
             if (rc)
                 send_ack(qp, p, AETH_ACK, p.h.psn);
+            complete(qp, *qp.recv_cq, ci);
         }
         return;
     }
@@ -1571,6 +1573,8 @@ void responder(Qp& qp, const Packet& p) {
         if (last) {
             e.w_active = false;
             ++e.msn;
+            if (rc)
+                send_ack(qp, p, AETH_ACK, p.h.psn);   // before the CQE, as for sends
             if (with_imm) {
                 CqeInfo ci{};
                 ci.opcode = MLX5_CQE_RESP_WR_IMM;
@@ -1585,8 +1589,6 @@ void responder(Qp& qp, const Packet& p) {
                 e.recv.active = false;
                 complete(qp, *qp.recv_cq, ci);
             }
-            if (rc)
-                send_ack(qp, p, AETH_ACK, p.h.psn);
         }
         return;
     }
