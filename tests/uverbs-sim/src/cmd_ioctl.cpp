@@ -155,7 +155,8 @@ struct Bundle {
         memset(p, 0, n);
         if (!a)
             return -ENOENT;
-        memcpy(p, a->in.data(), std::min(n, a->in.size()));
+        if (!a->in.empty())
+            memcpy(p, a->in.data(), std::min(n, a->in.size()));
         return 0;
     }
 
@@ -356,7 +357,9 @@ int decode_attr(Bundle& b, const ib_uverbs_attr& u, size_t idx) {
         if (s->kind != Kind::PtrOut) {
             // up to 8 bytes travel inline in data, more by pointer
             a.in.resize(u.len);
-            if (u.len <= sizeof(u.data))
+            if (u.len == 0)
+                ;   // nothing to copy (and no buffer to copy into)
+            else if (u.len <= sizeof(u.data))
                 memcpy(a.in.data(), &u.data, u.len);
             else if (!app_read(a.in.data(), u.data, u.len))
                 return -EFAULT;
@@ -654,6 +657,9 @@ int m_invoke_write(Bundle& b) {
         if (!drv_in.empty())
             memcpy(req.data() + sizeof h + sizeof xh + in8, drv_in.data(), drv_in.size());
     }
+    // the staged command and response live in our memory, not the
+    // application's: let the write decoder reach them even under a test arena
+    const KernelBuffer kreq(req.data(), req.size()), kresp(resp.data(), resp.size());
     const ssize_t r = uverbs_write(b.c, req.data(), req.size());
     if (r < 0)
         return static_cast<int>(r);
@@ -699,7 +705,8 @@ int m_cq_create(Bundle& b) {
     if (const Attr* ch = b.get(UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL))
         a.comp_channel = static_cast<int32_t>(ch->u.data_s64);
     const std::vector<uint8_t> drv = b.uhw_in();
-    memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
+    if (!drv.empty())
+        memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
     a.drv_len = drv.size();
     uint32_t h, cqe, cqn;
     if (int e = create_cq(b.c, a, h, cqe, cqn))
@@ -790,7 +797,8 @@ int m_qp_create(Bundle& b) {
     a.qp_type = static_cast<uint8_t>(type);
     a.create_flags = static_cast<uint32_t>(flags & ~uint64_t(IB_UVERBS_QP_CREATE_SQ_SIG_ALL));
     const std::vector<uint8_t> drv = b.uhw_in();
-    memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
+    if (!drv.empty())
+        memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
     a.drv_len = drv.size();
     uint32_t h;
     QpCaps caps;
@@ -850,7 +858,8 @@ int m_srq_create(Bundle& b) {
     a.srq_type = static_cast<uint32_t>(type);
     a.pd = b.handle(UVERBS_ATTR_CREATE_SRQ_PD_HANDLE);
     const std::vector<uint8_t> drv = b.uhw_in();
-    memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
+    if (!drv.empty())
+        memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
     a.drv_len = drv.size();
     uint32_t h, max_wr, max_sge, srqn;
     if (int err = create_srq(b.c, a, h, max_wr, max_sge, srqn))

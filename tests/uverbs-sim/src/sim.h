@@ -119,6 +119,16 @@ bool app_range_ok(uint64_t addr, size_t len, bool writable);
 // Tests and fuzzers: restrict every application-memory access to one arena
 // (anything outside fails as unmapped memory would); len 0 lifts it.
 void set_app_arena(uint64_t base, size_t len);
+// While alive, [p, p+len) of the emulator's own memory counts as
+// application memory for this thread (INVOKE_WRITE stages a write command
+// and its response in our heap; under a test arena they stay reachable).
+class KernelBuffer {
+public:
+    KernelBuffer(const void* p, size_t len);
+    ~KernelBuffer();
+    KernelBuffer(const KernelBuffer&) = delete;
+    KernelBuffer& operator=(const KernelBuffer&) = delete;
+};
 
 // ------------------------------------------------------------------ libc
 

@@ -17,13 +17,29 @@ namespace uvsim {
 namespace {
 uint64_t g_arena_base = 0;
 size_t g_arena_len = 0;
+thread_local std::vector<std::pair<uint64_t, size_t>> t_kernel_buffers;
+
+bool inside(uint64_t a, size_t len, uint64_t base, size_t blen) {
+    return a >= base && len <= blen && a - base <= blen - len;
+}
 
 bool in_arena(uint64_t a, size_t len) {
     if (!g_arena_len)
         return true;
-    return a >= g_arena_base && len <= g_arena_len && a - g_arena_base <= g_arena_len - len;
+    if (inside(a, len, g_arena_base, g_arena_len))
+        return true;
+    for (const auto& [b, l] : t_kernel_buffers)
+        if (inside(a, len, b, l))
+            return true;
+    return false;
 }
 }  // namespace
+
+KernelBuffer::KernelBuffer(const void* p, size_t len) {
+    t_kernel_buffers.emplace_back(reinterpret_cast<uint64_t>(p), len);
+}
+
+KernelBuffer::~KernelBuffer() { t_kernel_buffers.pop_back(); }
 
 void set_app_arena(uint64_t base, size_t len) {
     g_arena_base = base;
