@@ -193,6 +193,36 @@ int cmd_create_comp_channel(Cmd& m) {
     return 0;
 }
 
+// The fields the legacy and extended create commands share.
+template <class Q>
+CqArgs cq_args(const Q& q) {
+    CqArgs a;
+    a.user_handle = q.user_handle;
+    a.cqe = q.cqe;
+    a.comp_vector = q.comp_vector;
+    a.comp_channel = q.comp_channel;
+    return a;
+}
+
+template <class Q>
+QpArgs qp_args(const Q& q) {
+    QpArgs a;
+    a.user_handle = q.user_handle;
+    a.pd = q.pd_handle;
+    a.send_cq = q.send_cq_handle;
+    a.recv_cq = q.recv_cq_handle;
+    a.srq = q.srq_handle;
+    a.has_srq = q.is_srq;
+    a.max_send_wr = q.max_send_wr;
+    a.max_recv_wr = q.max_recv_wr;
+    a.max_send_sge = q.max_send_sge;
+    a.max_recv_sge = q.max_recv_sge;
+    a.max_inline = q.max_inline_data;
+    a.sq_sig_all = q.sq_sig_all;
+    a.qp_type = q.qp_type;
+    return a;
+}
+
 int finish_create_cq(Cmd& m, CqArgs& a, bool ex) {
     get_drv(m, a.drv, a.drv_len);
     uint32_t h, cqe, cqn;
@@ -218,11 +248,7 @@ int cmd_create_cq(Cmd& m) {
         return e;
     ib_uverbs_create_cq q;
     memcpy(&q, m.in, sizeof q);
-    CqArgs a;
-    a.user_handle = q.user_handle;
-    a.cqe = q.cqe;
-    a.comp_vector = q.comp_vector;
-    a.comp_channel = q.comp_channel;
+    CqArgs a = cq_args(q);
     return finish_create_cq(m, a, false);
 }
 
@@ -235,11 +261,7 @@ int cmd_ex_create_cq(Cmd& m) {
         return -EINVAL;
     if (m.out_len < sizeof(ib_uverbs_create_cq_resp))
         return -ENOSPC;
-    CqArgs a;
-    a.user_handle = q.user_handle;
-    a.cqe = q.cqe;
-    a.comp_vector = q.comp_vector;
-    a.comp_channel = q.comp_channel;
+    CqArgs a = cq_args(q);
     a.flags = q.flags;
     if (q.flags & ~uint32_t(IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION | IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN))
         return -EINVAL;
@@ -287,20 +309,7 @@ int cmd_create_qp(Cmd& m) {
         return e;
     ib_uverbs_create_qp q;
     memcpy(&q, m.in, sizeof q);
-    QpArgs a;
-    a.user_handle = q.user_handle;
-    a.pd = q.pd_handle;
-    a.send_cq = q.send_cq_handle;
-    a.recv_cq = q.recv_cq_handle;
-    a.srq = q.srq_handle;
-    a.has_srq = q.is_srq;
-    a.max_send_wr = q.max_send_wr;
-    a.max_recv_wr = q.max_recv_wr;
-    a.max_send_sge = q.max_send_sge;
-    a.max_recv_sge = q.max_recv_sge;
-    a.max_inline = q.max_inline_data;
-    a.sq_sig_all = q.sq_sig_all;
-    a.qp_type = q.qp_type;
+    QpArgs a = qp_args(q);
     return finish_create_qp(m, a, false);
 }
 
@@ -317,20 +326,7 @@ int cmd_ex_create_qp(Cmd& m) {
         return -EINVAL;
     if (m.out_len < sizeof(ib_uverbs_create_qp_resp))
         return -ENOSPC;
-    QpArgs a;
-    a.user_handle = q.user_handle;
-    a.pd = q.pd_handle;
-    a.send_cq = q.send_cq_handle;
-    a.recv_cq = q.recv_cq_handle;
-    a.srq = q.srq_handle;
-    a.has_srq = q.is_srq;
-    a.max_send_wr = q.max_send_wr;
-    a.max_recv_wr = q.max_recv_wr;
-    a.max_send_sge = q.max_send_sge;
-    a.max_recv_sge = q.max_recv_sge;
-    a.max_inline = q.max_inline_data;
-    a.sq_sig_all = q.sq_sig_all;
-    a.qp_type = q.qp_type;
+    QpArgs a = qp_args(q);
     a.create_flags = q.create_flags;
     return finish_create_qp(m, a, true);
 }

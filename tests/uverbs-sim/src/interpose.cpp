@@ -26,39 +26,7 @@ F next(const char* name) {
     return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
-constexpr int kMaxFd = 1 << 16;
-std::atomic<uint8_t> g_fd_kind[kMaxFd];
-
 }  // namespace
-
-const Libc& libc() {
-    static const Libc l = [] {
-        Libc x{};
-        x.open = next<decltype(x.open)>("open");
-        x.openat = next<decltype(x.openat)>("openat");
-        x.close = next<decltype(x.close)>("close");
-        x.read = next<decltype(x.read)>("read");
-        x.write = next<decltype(x.write)>("write");
-        x.ioctl = next<decltype(x.ioctl)>("ioctl");
-        x.mmap = next<decltype(x.mmap)>("mmap");
-        x.munmap = next<decltype(x.munmap)>("munmap");
-        x.socket = next<decltype(x.socket)>("socket");
-        x.fcntl = next<decltype(x.fcntl)>("fcntl");
-        return x;
-    }();
-    return l;
-}
-
-void fd_mark(int fd, FdKind k) {
-    if (fd >= 0 && fd < kMaxFd)
-        g_fd_kind[fd].store(static_cast<uint8_t>(k), std::memory_order_release);
-}
-
-FdKind fd_kind(int fd) {
-    if (fd < 0 || fd >= kMaxFd)
-        return FdKind::None;
-    return static_cast<FdKind>(g_fd_kind[fd].load(std::memory_order_acquire));
-}
 
 namespace {
 
@@ -137,32 +105,14 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
     return do_open(path, flags, mode);
 }
 
-__attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
-    return do_open(path, flags, mode);
-}
+// The 64-bit names are the same functions on LP64.
+__attribute__((visibility("default"), alias("open"))) int open64(const char* path, int flags, ...);
+__attribute__((visibility("default"), alias("openat"))) int openat64(int dirfd, const char* path, int flags, ...);
 
 __attribute__((visibility("default"))) int __open_2(const char* path, int flags) { return do_open(path, flags, 0); }
-__attribute__((visibility("default"))) int __open64_2(const char* path, int flags) { return do_open(path, flags, 0); }
+__attribute__((visibility("default"), alias("__open_2"))) int __open64_2(const char* path, int flags);
 
 __attribute__((visibility("default"))) int openat(int dirfd, const char* path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
-    return do_openat(dirfd, path, flags, mode);
-}
-
-__attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...) {
     mode_t mode = 0;
     if (flags & (O_CREAT | O_TMPFILE)) {
         va_list ap;
@@ -176,9 +126,7 @@ __attribute__((visibility("default"))) int openat64(int dirfd, const char* path,
 __attribute__((visibility("default"))) int __openat_2(int dirfd, const char* path, int flags) {
     return do_openat(dirfd, path, flags, 0);
 }
-__attribute__((visibility("default"))) int __openat64_2(int dirfd, const char* path, int flags) {
-    return do_openat(dirfd, path, flags, 0);
-}
+__attribute__((visibility("default"), alias("__openat_2"))) int __openat64_2(int dirfd, const char* path, int flags);
 
 __attribute__((visibility("default"))) FILE* fopen(const char* path, const char* mode) {
     static auto real = next<FILE* (*)(const char*, const char*)>("fopen");
@@ -270,7 +218,8 @@ __attribute__((visibility("default"))) int fstat64(int fd, struct stat64* st) {
 
 __attribute__((visibility("default"))) int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
     static auto real = next<int (*)(int, const char*, struct stat*, int)>("fstatat");
-    if (path && path[0] == 0 && (flags & AT_EMPTY_PATH))
+    // glibc declares path nonnull; the check guards callers that break that
+    if (reinterpret_cast<uintptr_t>(path) != 0 && path[0] == 0 && (flags & AT_EMPTY_PATH))
         return fstat(dirfd, st);
     if (int idx = cdev_index_of(path); idx >= 0) {
         fake_cdev_stat(st, idx);

@@ -24,39 +24,6 @@
 #include <rdma/mlx5_user_ioctl_cmds.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
-// ------------------------------------------------------------ host side
-
-// What interpose.cpp supplies in the preload library: the real libc calls
-// and the fd registry.
-namespace uvsim {
-namespace {
-constexpr int kFds = 1 << 16;
-std::atomic<uint8_t> g_kind[kFds];
-}  // namespace
-const Libc& libc() {
-    static const Libc l = [] {
-        Libc x{};
-        x.open = &::open;
-        x.openat = &::openat;
-        x.close = &::close;
-        x.read = &::read;
-        x.write = &::write;
-        x.ioctl = reinterpret_cast<int (*)(int, unsigned long, ...)>(&::ioctl);
-        x.mmap = &::mmap;
-        x.munmap = &::munmap;
-        x.socket = &::socket;
-        x.fcntl = &::fcntl;
-        return x;
-    }();
-    return l;
-}
-void fd_mark(int fd, FdKind k) {
-    if (fd >= 0 && fd < kFds)
-        g_kind[fd] = static_cast<uint8_t>(k);
-}
-FdKind fd_kind(int fd) { return fd >= 0 && fd < kFds ? static_cast<FdKind>(g_kind[fd].load()) : FdKind::None; }
-}  // namespace uvsim
-
 using namespace uvsim;
 
 namespace {

@@ -202,8 +202,9 @@ TEST_P(QpStates, ValueChecks) {
     EXPECT_EQ(init_with([](auto& m) { m.port_num = 0; }), -EINVAL);
     EXPECT_EQ(init_with([](auto& m) { m.port_num = 3; }), -EINVAL);
     EXPECT_EQ(init_with([](auto& m) { m.pkey_index = 128; }), -EINVAL);
-    if (type() != IBV_QPT_UD)
+    if (type() != IBV_QPT_UD) {
         EXPECT_EQ(init_with([](auto& m) { m.qp_access_flags = 1u << 7; }), -EINVAL);
+    }
     EXPECT_EQ(state(), IBV_QPS_RESET);
     ASSERT_EQ(init_with([](auto& m) { m.port_num = 2; }), 0);
     if (type() == IBV_QPT_UD)
@@ -280,8 +281,9 @@ TEST_P(QpStates, PsnsAreTwentyFourBits) {
     ASSERT_EQ(modify(m), 0);
     auto q = query(qp_);
     EXPECT_EQ(q.sq_psn, 0x654321u);
-    if (type() != IBV_QPT_UD)
+    if (type() != IBV_QPT_UD) {
         EXPECT_EQ(q.rq_psn, 0x123456u);
+    }
 }
 
 TEST_P(QpStates, ExtendedModify) {
