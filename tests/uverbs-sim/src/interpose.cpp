@@ -218,8 +218,11 @@ __attribute__((visibility("default"))) int fstat64(int fd, struct stat64* st) {
 
 __attribute__((visibility("default"))) int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
     static auto real = next<int (*)(int, const char*, struct stat*, int)>("fstatat");
-    // glibc declares path nonnull; the check guards callers that break that
-    if (reinterpret_cast<uintptr_t>(path) != 0 && path[0] == 0 && (flags & AT_EMPTY_PATH))
+    // glibc declares path nonnull, but a NULL from a caller must reach libc
+    // (EFAULT), not crash here: hide the pointer from that assumption
+    const char* p = path;
+    asm("" : "+r"(p));
+    if (p && p[0] == 0 && (flags & AT_EMPTY_PATH))
         return fstat(dirfd, st);
     if (int idx = cdev_index_of(path); idx >= 0) {
         fake_cdev_stat(st, idx);
