@@ -77,7 +77,27 @@ size_t pending_remote() {
     return n;
 }
 
+void xmit(Packet& p);
+
+// UD to QPN 0xffffff: a copy to every QP attached to the destination GID on
+// the simulated host (the sender's own included, as mlx5 loops multicast
+// back unless told not to).
+void xmit_mcast(Packet& p) {
+    const std::vector<uint32_t> members = mcast_members(p.h.dgid);
+    UVSIM_TRACE("multicast from qpn 0x%x to %zu member(s)", p.h.src_qpn, members.size());
+    for (uint32_t q : members) {
+        p.h.dest_qpn = q;
+        p.h.flags |= kFlagMcast;
+        xmit(p);
+    }
+    p.h.dest_qpn = 0xffffff;
+}
+
 void xmit(Packet& p) {
+    if (p.h.dest_qpn == 0xffffff && (p.h.opcode & 0xe0) == TRANSPORT_UD) {
+        xmit_mcast(p);
+        return;
+    }
     p.h.magic = kWireMagic;
     if (wire_fault_drop(p))
         return;
@@ -435,6 +455,13 @@ void fill_addr(Qp& qp, const Av& av, Packet& p) {
 // Is the packet addressed to this QP's port?
 bool addressed_to(Qp& qp, const Packet& p) {
     const PortCfg& pc = pcfg(qp);
+    if (p.h.flags & kFlagMcast) {
+        // a member of the group: the multicast GID (and on IB the MLID)
+        for (const Qp::McastGroup& g : qp.mcast)
+            if (!memcmp(g.gid, p.h.dgid, 16) && (pc.ethernet || g.mlid == p.h.dlid))
+                return true;
+        return false;
+    }
     if (pc.ethernet) {
         if (!(p.h.flags & kFlagGrh))
             return false;

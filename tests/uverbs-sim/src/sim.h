@@ -282,6 +282,11 @@ struct Qp : Object {
     uint8_t min_rnr_timer = 0, timeout = 0, retry_cnt = 0, rnr_retry = 0;
     bool sq_draining = false;
     Av av, alt_av;
+    struct McastGroup {
+        uint8_t gid[16];
+        uint16_t mlid;
+    };
+    std::vector<McastGroup> mcast;   // attached groups (UD)
     uint8_t alt_port = 0, alt_timeout = 0;
     uint16_t alt_pkey_index = 0;
     uint8_t path_mig_state = 0;

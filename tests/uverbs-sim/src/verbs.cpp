@@ -4,6 +4,8 @@
 #include "verbs.h"
 
 #include <algorithm>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <cerrno>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -1032,6 +1034,10 @@ int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp
     return 0;
 }
 
+namespace {
+void mcast_unregister(const uint8_t gid[16], uint32_t qpn);   // below, with attach_mcast
+}  // namespace
+
 int destroy_qp(Context& c, uint32_t handle, uint32_t& events) {
     Qp* qp = c.get<Qp>(handle, ObjType::Qp);
     if (!qp)
@@ -1043,24 +1049,105 @@ int destroy_qp(Context& c, uint32_t handle, uint32_t& events) {
     --qp->recv_cq->usecnt;
     if (qp->srq)
         --qp->srq->usecnt;
+    for (const Qp::McastGroup& g : qp->mcast)
+        mcast_unregister(g.gid, qp->qpn);
     sim().qps.erase(qp->qpn);
     c.objects.erase(handle);
     return 0;
 }
 
-int attach_mcast(Context& c, uint32_t qph, const uint8_t*, uint16_t) {
-    Qp* qp = c.get<Qp>(qph, ObjType::Qp);
-    if (!qp)
-        return -EINVAL;
-    if (qp->qp_type != IBV_QPT_UD)
-        return -EINVAL;
-    return -EOPNOTSUPP;   // multicast is not emulated yet
+namespace {
+
+std::string mcast_dir(const uint8_t gid[16]) {
+    std::string d = cfg().run_dir + "/mcast/";
+    char b[3];
+    for (int i = 0; i < 16; ++i) {
+        snprintf(b, sizeof b, "%02x", gid[i]);
+        d += b;
+    }
+    return d;
 }
 
-int detach_mcast(Context& c, uint32_t qph, const uint8_t*, uint16_t) {
+std::string mcast_entry(const uint8_t gid[16], uint32_t qpn) {
+    char b[16];
+    snprintf(b, sizeof b, "/%06x", qpn);
+    return mcast_dir(gid) + b;
+}
+
+bool mcast_register(const uint8_t gid[16], uint32_t qpn) {
+    mkdir(cfg().run_dir.c_str(), 0755);
+    mkdir((cfg().run_dir + "/mcast").c_str(), 0755);
+    mkdir(mcast_dir(gid).c_str(), 0755);
+    int fd = libc().open(mcast_entry(gid, qpn).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return false;
+    libc().close(fd);
+    return true;
+}
+
+void mcast_unregister(const uint8_t gid[16], uint32_t qpn) {
+    unlink(mcast_entry(gid, qpn).c_str());
+    rmdir(mcast_dir(gid).c_str());   // fails while others are attached
+}
+
+}  // namespace
+
+std::vector<uint32_t> mcast_members(const uint8_t gid[16]) {
+    std::vector<uint32_t> v;
+    DIR* d = opendir(mcast_dir(gid).c_str());
+    if (!d)
+        return v;
+    while (dirent* e = readdir(d)) {
+        char* end;
+        unsigned long q = strtoul(e->d_name, &end, 16);
+        if (e->d_name[0] != '.' && *end == 0 && q > 0 && q < 0xffffff)
+            v.push_back(static_cast<uint32_t>(q));
+    }
+    closedir(d);
+    return v;
+}
+
+// ib_attach_mcast: UD QPs only, a multicast GID (ff..), and on InfiniBand a
+// multicast LID; attaching twice is not an error, detaching a group the QP
+// is not in is EINVAL.
+int attach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
     Qp* qp = c.get<Qp>(qph, ObjType::Qp);
     if (!qp)
         return -EINVAL;
+    if (qp->qp_type != IBV_QPT_UD || gid[0] != 0xff)
+        return -EINVAL;
+    const PortCfg* pc = port_cfg(*c.dev, qp->port ? qp->port : 1);
+    if (pc && !pc->ethernet && (mlid < 0xc000 || mlid == 0xffff))
+        return -EINVAL;
+    for (const Qp::McastGroup& g : qp->mcast)
+        if (g.mlid == mlid && !memcmp(g.gid, gid, 16))
+            return 0;
+    if (!mcast_register(gid, qp->qpn))
+        return -ENOMEM;
+    Qp::McastGroup g{};
+    memcpy(g.gid, gid, 16);
+    g.mlid = mlid;
+    qp->mcast.push_back(g);
+    UVSIM_TRACE("qpn 0x%x attached to multicast group (mlid 0x%x)", qp->qpn, mlid);
+    return 0;
+}
+
+int detach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
+    Qp* qp = c.get<Qp>(qph, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    for (auto it = qp->mcast.begin(); it != qp->mcast.end(); ++it)
+        if (it->mlid == mlid && !memcmp(it->gid, gid, 16)) {
+            const uint8_t* g = it->gid;
+            bool others = false;   // the same GID under another MLID keeps the entry
+            for (const Qp::McastGroup& o : qp->mcast)
+                if (&o != &*it && !memcmp(o.gid, g, 16))
+                    others = true;
+            if (!others)
+                mcast_unregister(g, qp->qpn);
+            qp->mcast.erase(it);
+            return 0;
+        }
     return -EINVAL;
 }
 

@@ -89,6 +89,10 @@ int destroy_qp(Context& c, uint32_t handle, uint32_t& events);
 int attach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);
 int detach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);
 
+// QPNs attached to a multicast GID anywhere on the simulated host (the
+// registry lives in the run directory: mcast/<gid hex>/<qpn hex>).
+std::vector<uint32_t> mcast_members(const uint8_t gid[16]);
+
 // Releases everything of a context (close of the file).
 void destroy_context(Context& c);
 

@@ -90,6 +90,7 @@ enum : uint8_t {
     kFlagGrh = 2,
     kFlagAckReq = 4,       // BTH AckReq: the responder acknowledges this packet
     kFlagRoceV2 = 8,       // RoCE v2: UDP/IP encapsulation (the GRH is an IPv4/IPv6 header)
+    kFlagMcast = 16,       // a copy of a multicast packet (dest_qpn: one member)
 };
 
 struct Packet {

@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -935,6 +936,74 @@ CASE(ud_qkey) {
     post(a, {.wr_id = 8, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn(), .rqkey = o.qkey});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 8, IBV_WC_SEND));
     check_wc(__LINE__, POLL1(b.rcq), err_want(b, 2, IBV_WC_LOC_LEN_ERR));
+}
+
+// UD multicast: ibv_attach_mcast checks, every attached QP gets a copy (and
+// no one else), detach stops delivery.
+CASE(ud_mcast) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.type = IBV_QPT_UD;
+    o.sig_all = true;
+    auto [a, b] = pair(d, o);
+    auto [c, x] = pair(d, o);
+    (void)x;
+    ibv_gid mgid{};
+    mgid.raw[0] = 0xff;
+    mgid.raw[1] = 0x12;
+    mgid.raw[2] = 0x40;
+    mgid.raw[3] = 0x1b;
+    mgid.raw[15] = 0x31;
+    const uint16_t mlid = 0xc007;
+    // not a multicast GID; on InfiniBand not a multicast LID; an RC QP
+    CHECK_EQ(ibv_attach_mcast(b.qp, &d.gid, mlid), EINVAL);
+    if (!is_eth(d))
+        CHECK_EQ(ibv_attach_mcast(b.qp, &mgid, 0x0001), EINVAL);
+    auto [r1, r2] = pair(d);
+    (void)r2;
+    CHECK_EQ(ibv_attach_mcast(r1.qp, &mgid, mlid), EINVAL);
+    CHECK_EQ(ibv_detach_mcast(b.qp, &mgid, mlid), EINVAL);   // not attached
+    CHECK_OK(ibv_attach_mcast(b.qp, &mgid, mlid));
+    CHECK_OK(ibv_attach_mcast(b.qp, &mgid, mlid));            // twice: fine
+    CHECK_OK(ibv_attach_mcast(c.qp, &mgid, mlid));
+    ibv_ah_attr ma = ah_to(d, d, true);
+    ma.dlid = mlid;
+    ma.grh.dgid = mgid;
+    ibv_ah* mah = ibv_create_ah(d.pd, &ma);
+    CHECK(mah);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 40), rc = mkbuf(d.pd, 4096 + 40), ra = mkbuf(d.pd, 4096 + 40);
+    fill(sb, 0, 300, 9);
+    post_recv(a, 90, {sge(ra, 0, 4096 + 40)});   // the sender is not a member
+    post_recv(b, 91, {sge(rb, 0, 4096 + 40)});
+    post_recv(c, 92, {sge(rc, 0, 4096 + 40)});
+    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 300)}, .ah = mah, .rqpn = 0xffffff, .rqkey = o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_SEND));
+    for (auto [q, id, buf] : {std::tuple<Q*, uint64_t, Buf*>{&b, 91, &rb}, {&c, 92, &rc}}) {
+        Want w = recv_want(*q, a, id, 40 + 300);
+        w.grh = true;
+        check_wc(__LINE__, POLL1(q->rcq), w);
+        SAME(buf->p + 40, sb.p, 300, "multicast payload");
+        SAME(buf->p + 24, mgid.raw, 16, "GRH destination: the group");
+    }
+    POLL_NONE(a.rcq, 100);
+    // c leaves: only b gets the next one; c's posted receive stays unused
+    CHECK_OK(ibv_detach_mcast(c.qp, &mgid, mlid));
+    CHECK_EQ(ibv_detach_mcast(c.qp, &mgid, mlid), EINVAL);
+    post_recv(b, 93, {sge(rb, 0, 4096 + 40)});
+    post_recv(c, 94, {sge(rc, 0, 4096 + 40)});
+    fill(sb, 0, 64, 10);
+    post(a, {.wr_id = 2, .sges = {sge(sb, 0, 64)}, .ah = mah, .rqpn = 0xffffff, .rqkey = o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 2, IBV_WC_SEND));
+    Want w = recv_want(b, a, 93, 40 + 64);
+    w.grh = true;
+    check_wc(__LINE__, POLL1(b.rcq), w);
+    SAME(rb.p + 40, sb.p, 64, "multicast payload");
+    POLL_NONE(c.rcq, 200);
+    // a destroyed member leaves the group: the sender still works
+    CHECK_OK(ibv_destroy_qp(b.qp));
+    post(a, {.wr_id = 3, .sges = {sge(sb, 0, 64)}, .ah = mah, .rqpn = 0xffffff, .rqkey = o.qkey});
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 3, IBV_WC_SEND));
+    POLL_NONE(c.rcq, 100);
 }
 
 CASE(srq) {
