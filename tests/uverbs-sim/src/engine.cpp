@@ -374,6 +374,7 @@ struct RecvState {
 };
 
 struct QpEngine {
+    bool comm_est = false;   // COMM_EST reported (RTR received a packet)
     uint16_t sq_ci = 0;      // basic blocks consumed
     uint16_t rq_ci = 0;      // receive WQEs consumed
     // requester (RC): operations in PSN order; packets up to snd_nxt were
@@ -1417,6 +1418,15 @@ void responder(Qp& qp, const Packet& p) {
         return;
     if (p.h.src_qpn != qp.dest_qpn)
         return;   // not our connection
+    if (qp.state == IBV_QPS_RTR && !e.comm_est) {
+        // the first packet of the connection while still in RTR:
+        // Communication Established, once per connection
+        e.comm_est = true;
+        if (qp.ctx) {
+            qp.ctx->async_event(qp.user_handle, IBV_EVENT_COMM_EST);
+            ++qp.events_reported;
+        }
+    }
     const uint8_t o = p.h.opcode & 0x1f;
     const int32_t d = psn_diff(p.h.psn, e.epsn);
     if (rc && d < 0) {

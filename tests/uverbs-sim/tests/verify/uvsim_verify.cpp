@@ -1006,6 +1006,41 @@ CASE(ud_mcast) {
     POLL_NONE(c.rcq, 100);
 }
 
+// A packet reaching a QP still in RTR: IBV_EVENT_COMM_EST once; the data is
+// received all the same.
+CASE(comm_est) {
+    Dev d = open_dev("mlx5_0");
+    for (ibv_qp_type t : {IBV_QPT_RC, IBV_QPT_UC}) {
+        QpOpts o;
+        o.type = t;
+        Q a = mkqp(d, o), b = mkqp(d, o);
+        to_rtr_rts(a, b);
+        ibv_qp_attr m{};
+        m.qp_state = IBV_QPS_RTR;
+        m.path_mtu = o.mtu;
+        m.dest_qp_num = a.qpn();
+        m.rq_psn = a.o.psn;
+        m.ah_attr = ah_to(d, d);
+        int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        if (t == IBV_QPT_RC) {
+            m.max_dest_rd_atomic = 4;
+            m.min_rnr_timer = o.min_rnr;
+            mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        }
+        CHECK_OK(ibv_modify_qp(b.qp, &m, mask));
+        Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
+        async_none(__LINE__, d, 50);
+        send_one(a, b, sb, rb, 100, 1);
+        ibv_async_event ev = ASYNC_WAIT(d);
+        CHECK_EQ(ev.event_type, IBV_EVENT_COMM_EST);
+        CHECK(ev.element.qp == b.qp);
+        send_one(a, b, sb, rb, 100, 2);   // once per connection
+        async_none(__LINE__, d, 100);
+        CHECK_OK(ibv_destroy_qp(a.qp));
+        CHECK_OK(ibv_destroy_qp(b.qp));
+    }
+}
+
 CASE(srq) {
     Dev d = open_dev("mlx5_0");
     ibv_srq_init_attr sa{};
