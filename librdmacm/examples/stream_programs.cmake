@@ -40,3 +40,10 @@ if(COMMAND rdma_vm_test)
       --programs "${stream_program_words}"
       /usr/bin $<TARGET_FILE_DIR:rdma_server> --test-libs $<TARGET_FILE_DIR:rdmacm>)
 endif()
+
+# udpong: the datagram ping-pong over datagram rsockets (or kernel UDP).
+if(RDMACM_RSOCKET_SOURCES)
+  rdma_executable(udpong udpong.cpp)
+  target_link_libraries(udpong PRIVATE rdmacm_stream_common rdmacm ibverbs)
+  rdma_man_pages(../man/udpong.1.md)
+endif()
