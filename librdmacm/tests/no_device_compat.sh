@@ -34,5 +34,40 @@ run "rdma_client" rdma_client -s 127.0.0.1
 run "rdma_server" rdma_server
 run "rstream client" rstream -s 127.0.0.1
 run "riostream client" riostream -s 127.0.0.1
+# udpong: the usage text names the program, so our path reads as Debian's;
+# with no device the server waits silently (both killed by timeout: 124).
+urun() {  # label, args...
+    local label=$1; shift
+    local kind bin rc cc
+    timeout 3 /usr/bin/udpong "$@" > "$work/ro" 2> "$work/re"; rc=$?
+    for kind in ours mixed; do
+        if [ $kind = ours ]; then bin=(timeout 3 "$build/bin/udpong"); else bin=(timeout 3 env LD_LIBRARY_PATH="$build/lib" /usr/bin/udpong); fi
+        "${bin[@]}" "$@" > "$work/co" 2> "$work/ce"; cc=$?
+        sed -i "s#$build/bin/udpong#/usr/bin/udpong#g" "$work/co" "$work/ce"
+        if cmp -s "$work/ro" "$work/co" && cmp -s "$work/re" "$work/ce" && [ $rc == $cc ]; then
+            echo "same: $label ($kind, exit $rc: $(head -c 80 "$work/re" | tr '\n' ' '))"
+        else
+            echo "DIFF: $label ($kind): reference exit $rc [$(head -c 400 "$work/ro")|$(head -c 400 "$work/re")], ours exit $cc [$(head -c 400 "$work/co")|$(head -c 400 "$work/ce")]"
+            fail=1
+        fi
+    done
+}
+if [ -x /usr/bin/udpong ] && [ -x "$build/bin/udpong" ]; then
+    urun "udpong client" -s 127.0.0.1
+    urun "udpong client ipv6" -s ::1 -C 5 -S 64
+    urun "udpong client echo" -s 127.0.0.1 -T e -T a
+    urun "udpong client unknown host" -s nosuch.invalid
+    urun "udpong client bad port" -s 127.0.0.1 -p nosuchservice
+    urun "udpong server unknown bind" -b nosuch.invalid
+    urun "udpong server" -p 7399
+    urun "udpong small size" -S 15
+    urun "udpong bad -T" -T x
+    urun "udpong bad -T prefix" -T sock
+    urun "udpong empty -T" -T ""
+    urun "udpong missing -T argument" -T
+    urun "udpong unknown option" -x
+    urun "udpong -h" -h
+    urun "udpong sockets unknown host" -T sockets -s nosuch.invalid
+fi
 rm -rf "$work"
 exit $fail
