@@ -466,7 +466,7 @@ int m_info_handles(Bundle& b) {
 void gid_entries(const Device& d, uint32_t port, std::vector<ib_uverbs_gid_entry>& out) {
     const PortCfg& p = d.cfg->ports[port - 1];
     const unsigned ifindex = p.ethernet && !p.netdev.empty() ? if_nametoindex(p.netdev.c_str()) : 0;
-    const auto gids = port_gids(p);
+    const auto& gids = port_gids(p);
     for (size_t i = 0; i < gids.size(); ++i) {
         ib_uverbs_gid_entry e{};
         memcpy(e.gid, gids[i].gid, 16);

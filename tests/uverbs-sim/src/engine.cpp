@@ -440,7 +440,7 @@ void fill_addr(Qp& qp, const Av& av, Packet& p) {
     p.h.sl = av.sl;
     if (av.grh || pc.ethernet) {
         p.h.flags |= kFlagGrh;
-        auto gids = port_gids(pc);
+        const auto& gids = port_gids(pc);
         if (av.sgid_index < gids.size()) {
             memcpy(p.h.sgid, gids[av.sgid_index].gid, 16);
             if (pc.ethernet && gids[av.sgid_index].type == 1)
@@ -1851,8 +1851,10 @@ void device_fatal() {
 
 bool step() {
     bool work = false;
-    std::vector<Qp*> qps;
-    qps.reserve(sim().qps.size());
+    // a snapshot (work may destroy QPs), kept between rounds: no allocation
+    // once it has grown
+    static std::vector<Qp*>& qps = *new std::vector<Qp*>;
+    qps.clear();
     for (auto& [n, qp] : sim().qps)
         qps.push_back(qp);
     for (Qp* qp : qps) {

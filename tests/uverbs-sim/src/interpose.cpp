@@ -69,6 +69,17 @@ int cdev_index_of(const char* path) {
     return uverbs_index_for_path(path);
 }
 
+// stat/lstat of a path: uverbs nodes are character devices, the tree is
+// mapped, the rest is libc's.
+int path_stat(int (*real)(const char*, struct stat*), const char* path, struct stat* st) {
+    if (int idx = cdev_index_of(path); idx >= 0) {
+        fake_cdev_stat(st, idx);
+        return 0;
+    }
+    std::string m = map_path(path);
+    return real(m.empty() ? path : m.c_str(), st);
+}
+
 int do_open(const char* path, int flags, mode_t mode) {
     if (path && path[0] == '/') {
         int idx = cdev_index_of(path);
@@ -176,12 +187,7 @@ __attribute__((visibility("default"))) int access(const char* path, int mode) {
 
 __attribute__((visibility("default"))) int stat(const char* path, struct stat* st) {
     static auto real = next<int (*)(const char*, struct stat*)>("stat");
-    if (int idx = cdev_index_of(path); idx >= 0) {
-        fake_cdev_stat(st, idx);
-        return 0;
-    }
-    std::string m = map_path(path);
-    return real(m.empty() ? path : m.c_str(), st);
+    return path_stat(real, path, st);
 }
 __attribute__((visibility("default"))) int stat64(const char* path, struct stat64* st) {
     return stat(path, reinterpret_cast<struct stat*>(st));
@@ -189,12 +195,7 @@ __attribute__((visibility("default"))) int stat64(const char* path, struct stat6
 
 __attribute__((visibility("default"))) int lstat(const char* path, struct stat* st) {
     static auto real = next<int (*)(const char*, struct stat*)>("lstat");
-    if (int idx = cdev_index_of(path); idx >= 0) {
-        fake_cdev_stat(st, idx);
-        return 0;
-    }
-    std::string m = map_path(path);
-    return real(m.empty() ? path : m.c_str(), st);
+    return path_stat(real, path, st);
 }
 __attribute__((visibility("default"))) int lstat64(const char* path, struct stat64* st) {
     return lstat(path, reinterpret_cast<struct stat*>(st));

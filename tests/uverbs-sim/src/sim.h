@@ -24,6 +24,12 @@ namespace uvsim {
 
 // ------------------------------------------------------------------ config
 
+// One GID table entry of a port.
+struct GidEntry {
+    uint8_t gid[16];
+    int type;   // 0: IB or RoCE v1, 1: RoCE v2
+};
+
 struct PortCfg {
     bool ethernet = false;     // link layer: InfiniBand or Ethernet (RoCE v2)
     uint16_t lid = 0;          // IB only
@@ -39,6 +45,7 @@ struct PortCfg {
     uint8_t mac[6] = {};       // Ethernet
     uint32_t ipv4 = 0;         // Ethernet: host order; 0 = none
     std::string netdev;        // Ethernet: interface name shown in gid_attrs
+    std::vector<GidEntry> gids;  // the GID table, derived by finish_config
 };
 
 struct DevCfg {

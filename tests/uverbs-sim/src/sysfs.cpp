@@ -148,52 +148,6 @@ std::string describe(const Config& c) {
 
 }  // namespace
 
-// GIDs of a port, as the kernel's GID cache lists them (also answered by
-// the QUERY_GID ioctls).
-std::vector<GidEntry> port_gids(const PortCfg& p) {
-    std::vector<GidEntry> v;
-    if (!p.ethernet) {
-        GidEntry e{};
-        for (int i = 0; i < 8; ++i) {
-            e.gid[i] = static_cast<uint8_t>(p.gid_prefix >> (56 - 8 * i));
-            e.gid[8 + i] = static_cast<uint8_t>(p.port_guid >> (56 - 8 * i));
-        }
-        e.type = 0;
-        v.push_back(e);
-        return v;
-    }
-    // link-local from the MAC (EUI-64), as v1 then v2; then the IPv4 address
-    GidEntry ll{};
-    ll.gid[0] = 0xfe;
-    ll.gid[1] = 0x80;
-    ll.gid[8] = p.mac[0] ^ 2;
-    ll.gid[9] = p.mac[1];
-    ll.gid[10] = p.mac[2];
-    ll.gid[11] = 0xff;
-    ll.gid[12] = 0xfe;
-    ll.gid[13] = p.mac[3];
-    ll.gid[14] = p.mac[4];
-    ll.gid[15] = p.mac[5];
-    ll.type = 0;
-    v.push_back(ll);
-    ll.type = 1;
-    v.push_back(ll);
-    if (p.ipv4) {
-        GidEntry g4{};
-        g4.gid[10] = 0xff;
-        g4.gid[11] = 0xff;
-        g4.gid[12] = static_cast<uint8_t>(p.ipv4 >> 24);
-        g4.gid[13] = static_cast<uint8_t>(p.ipv4 >> 16);
-        g4.gid[14] = static_cast<uint8_t>(p.ipv4 >> 8);
-        g4.gid[15] = static_cast<uint8_t>(p.ipv4);
-        g4.type = 0;
-        v.push_back(g4);
-        g4.type = 1;
-        v.push_back(g4);
-    }
-    return v;
-}
-
 namespace {
 
 bool build_tree(const Config& c, const std::string& root) {
@@ -248,7 +202,7 @@ bool build_tree(const Config& c, const std::string& root) {
             ok &= put(pd + "/rate", rate_text(pc.width, pc.speed));
             ok &= put(pd + "/cap_mask", pc.ethernet ? "0x04010000" : "0x2651e84a");
             ok &= put(pd + "/link_layer", pc.ethernet ? "Ethernet" : "InfiniBand");
-            const auto gids = port_gids(pc);
+            const auto& gids = port_gids(pc);
             const size_t ngid = pc.ethernet ? 256 : 8;   // as query_port's gid_tbl_len
             static const uint8_t zero_gid[16] = {};
             for (size_t g = 0; g < ngid; ++g)

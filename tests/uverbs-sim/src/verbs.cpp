@@ -424,7 +424,7 @@ static int check_av(const Device& d, const ib_uverbs_ah_attr& a) {
     if (p->ethernet && !a.is_global)
         return -EINVAL;
     if (a.is_global) {
-        const auto gids = port_gids(*p);
+        const auto& gids = port_gids(*p);
         if (a.grh.sgid_index >= gids.size())
             return -EINVAL;
     }

@@ -17,11 +17,9 @@ void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r);
 void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r);
 void fill_mlx5_query_device(const Device& d, mlx5_ib_query_device_resp& r);
 int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r);
-struct GidEntry {
-    uint8_t gid[16];
-    int type;   // 0: IB or RoCE v1, 1: RoCE v2
-};
-std::vector<GidEntry> port_gids(const PortCfg& p);
+// The port's GID table (computed once by finish_config: a function of the
+// configuration, which never changes after loading).
+inline const std::vector<GidEntry>& port_gids(const PortCfg& p) { return p.gids; }
 
 // ---- context
 // driver_in/len: mlx5_ib_alloc_ucontext_req(_v2) bytes; fills resp (whole
