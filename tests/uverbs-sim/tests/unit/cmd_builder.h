@@ -180,9 +180,9 @@ struct QpSpec {
     uint32_t send_wr = 16, recv_wr = 16, send_sge = 1, recv_sge = 1, inline_data = 0;
 };
 
-inline Bytes create_qp(uint64_t resp, const QpSpec& s, const mlx5_ib_create_qp& d) {
-    ib_uverbs_create_qp q{};
-    q.user_handle = 0x3333;
+// The fields the legacy and extended create commands share.
+template <class Q>
+void fill_qp(Q& q, const QpSpec& s) {
     q.pd_handle = s.pd;
     q.send_cq_handle = s.scq;
     q.recv_cq_handle = s.rcq;
@@ -194,6 +194,12 @@ inline Bytes create_qp(uint64_t resp, const QpSpec& s, const mlx5_ib_create_qp& 
     q.max_send_sge = s.send_sge;
     q.max_recv_sge = s.recv_sge;
     q.max_inline_data = s.inline_data;
+}
+
+inline Bytes create_qp(uint64_t resp, const QpSpec& s, const mlx5_ib_create_qp& d) {
+    ib_uverbs_create_qp q{};
+    q.user_handle = 0x3333;
+    fill_qp(q, s);
     return legacy(IB_USER_VERBS_CMD_CREATE_QP, q, resp,
                   sizeof(ib_uverbs_create_qp_resp) + sizeof(mlx5_ib_create_qp_resp), &d, sizeof d);
 }
@@ -201,17 +207,7 @@ inline Bytes create_qp(uint64_t resp, const QpSpec& s, const mlx5_ib_create_qp& 
 inline Bytes ex_create_qp(uint64_t resp, const QpSpec& s, const mlx5_ib_create_qp& d) {
     ib_uverbs_ex_create_qp q{};
     q.user_handle = 0x4444;
-    q.pd_handle = s.pd;
-    q.send_cq_handle = s.scq;
-    q.recv_cq_handle = s.rcq;
-    q.srq_handle = s.srq;
-    q.is_srq = s.has_srq;
-    q.qp_type = s.type;
-    q.max_send_wr = s.send_wr;
-    q.max_recv_wr = s.recv_wr;
-    q.max_send_sge = s.send_sge;
-    q.max_recv_sge = s.recv_sge;
-    q.max_inline_data = s.inline_data;
+    fill_qp(q, s);
     // the driver struct is padded to 8-byte words
     uint8_t drv[(sizeof(mlx5_ib_create_qp) + 7) / 8 * 8] = {};
     memcpy(drv, &d, sizeof d);
