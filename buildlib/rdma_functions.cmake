@@ -37,3 +37,21 @@ function(rdma_sbin_executable target)
   add_executable(${target} ${ARGN})
   install(TARGETS ${target} RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 endfunction()
+
+# rdma_reference_twin(TARGET [LIBS libs...]): the reference run of the test
+# program TARGET: TARGET_reference, from the same sources built against the
+# system's (Debian's) headers only and linked with Debian's libibverbs (and
+# LIBS). Nothing happens where Debian's libibverbs or its headers are
+# missing: test for the target before registering its run.
+function(rdma_reference_twin target)
+  cmake_parse_arguments(R "" "" "LIBS" ${ARGN})
+  find_library(RDMA_REF_IBVERBS NAMES libibverbs.so.1
+    PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} NO_DEFAULT_PATH)
+  if(NOT RDMA_REF_IBVERBS OR NOT EXISTS /usr/include/infiniband/verbs.h)
+    return()
+  endif()
+  get_target_property(srcs ${target} SOURCES)
+  add_executable(${target}_reference ${srcs})
+  set_property(TARGET ${target}_reference PROPERTY INCLUDE_DIRECTORIES "")
+  target_link_libraries(${target}_reference PRIVATE ${RDMA_REF_IBVERBS} ${R_LIBS})
+endfunction()

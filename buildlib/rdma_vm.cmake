@@ -11,8 +11,11 @@
 #              [TIMEOUT <seconds>]          default 120
 #              [WORKING_DIRECTORY <dir>]    default CMAKE_CURRENT_BINARY_DIR
 #              [ENV VAR=value...]
-#              [DEVICES 1|2])               2: also rxe1 (on veth0); the VM
+#              [DEVICES 1|2]                2: also rxe1 (on veth0); the VM
 #                                           boots with the most any test asks
+#              [LANE <lane>])               default main; lanes run side by
+#                                           side, "exclusive" runs alone at
+#                                           the end (tests/vm/ctest-run-all)
 # Like add_test, a COMMAND starting with an executable target name runs that
 # target's file, and generator expressions are allowed in the arguments.
 # Callable from any CMakeLists.txt; the manifest and vm.boot are written once
@@ -48,7 +51,7 @@ function(rdma_vm_test)
   math(EXPR last "${ARGC} - 1")
   foreach(i RANGE 0 ${last})
     set(arg "${ARGV${i}}")
-    if(arg MATCHES "^(NAME|COMMAND|TIMEOUT|WORKING_DIRECTORY|ENV|DEVICES)$")
+    if(arg MATCHES "^(NAME|COMMAND|TIMEOUT|WORKING_DIRECTORY|ENV|DEVICES|LANE)$")
       set(key ${arg})
     elseif(key STREQUAL "COMMAND" AND exe STREQUAL "")
       set(exe "${arg}")
@@ -58,7 +61,7 @@ function(rdma_vm_test)
     elseif(key STREQUAL "ENV")
       _rdma_vm_quote(q "${arg}")
       string(APPEND qenv "${q}")
-    elseif(key MATCHES "^(NAME|TIMEOUT|WORKING_DIRECTORY|DEVICES)$")
+    elseif(key MATCHES "^(NAME|TIMEOUT|WORKING_DIRECTORY|DEVICES|LANE)$")
       set(T_${key} "${arg}")
       set(key "")
     else()
@@ -84,6 +87,12 @@ function(rdma_vm_test)
   if(NOT T_DEVICES)
     set(T_DEVICES 1)
   endif()
+  if(NOT T_LANE)
+    set(T_LANE main)
+  endif()
+  if(NOT T_LANE MATCHES "^[a-z0-9_]+$")
+    message(FATAL_ERROR "rdma_vm_test: lane '${T_LANE}' is not a plain word")
+  endif()
 
   # Kept in global properties; the manifest is written by _rdma_vm_finish
   # once all directories have been read, when a target named by the first
@@ -95,6 +104,7 @@ function(rdma_vm_test)
   set_property(GLOBAL PROPERTY RDMA_VM_TEST_${T_NAME}_TIMEOUT ${T_TIMEOUT})
   set_property(GLOBAL PROPERTY RDMA_VM_TEST_${T_NAME}_DIR "${T_WORKING_DIRECTORY}")
   set_property(GLOBAL PROPERTY RDMA_VM_TEST_${T_NAME}_DEVICES ${T_DEVICES})
+  set_property(GLOBAL PROPERTY RDMA_VM_TEST_${T_NAME}_LANE ${T_LANE})
 
   add_test(NAME vm.${T_NAME}
     COMMAND ${RDMA_VM_DIR}/ctest-result ${RDMA_VM_RESULTS} ${T_NAME})
@@ -117,6 +127,7 @@ function(_rdma_vm_finish)
     get_property(timeout GLOBAL PROPERTY RDMA_VM_TEST_${name}_TIMEOUT)
     get_property(dir GLOBAL PROPERTY RDMA_VM_TEST_${name}_DIR)
     get_property(dev GLOBAL PROPERTY RDMA_VM_TEST_${name}_DEVICES)
+    get_property(lane GLOBAL PROPERTY RDMA_VM_TEST_${name}_LANE)
     if(TARGET "${exe}")
       get_target_property(type ${exe} TYPE)
       if(type STREQUAL "EXECUTABLE")
@@ -126,7 +137,7 @@ function(_rdma_vm_finish)
     _rdma_vm_quote(qname "${name}")
     _rdma_vm_quote(qdir "${dir}")
     _rdma_vm_quote(qexe "${exe}")
-    string(APPEND manifest "vm_test${qname} ${timeout}${qdir}${qenv} --${qexe}${qargs}\n")
+    string(APPEND manifest "vm_test --lane ${lane}${qname} ${timeout}${qdir}${qenv} --${qexe}${qargs}\n")
     if(dev GREATER devices)
       set(devices ${dev})
     endif()

@@ -18,19 +18,5 @@ set(IBMAD_RPC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/vendor.cpp
 )
 
-# Link what the RPC half needs once libibmad/CMakeLists.txt has made the
-# target: dlsym() for the libibumad 1.4 calls, and, while libibumad.so.3 is
-# not built here (no target ibumad), the system's (ABI-identical) one.
-function(ibmad_rpc_link)
-  if(NOT TARGET ibmad)
-    return()
-  endif()
-  target_link_libraries(ibmad PRIVATE ${CMAKE_DL_LIBS})
-  if(NOT TARGET ibumad)
-    find_library(IBMAD_SYSTEM_IBUMAD NAMES libibumad.so.3 ibumad)
-    if(IBMAD_SYSTEM_IBUMAD)
-      target_link_libraries(ibmad PUBLIC ${IBMAD_SYSTEM_IBUMAD})
-    endif()
-  endif()
-endfunction()
-cmake_language(DEFER CALL ibmad_rpc_link)
+# libibmad/CMakeLists.txt links the RPC half's needs: our libibumad and
+# dlsym() for the libibumad 1.4 calls.

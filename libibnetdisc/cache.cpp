@@ -14,6 +14,8 @@
 // fabric is rebuilt in the order the reference rebuilds it, so that tools
 // print the same thing from either library's cache.
 #include "internal.h"
+#include "util/c_entry.h"
+#include "util/unique_fd.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -39,7 +41,7 @@ constexpr off_t kCountOffset = 8;
 // ---- reading -------------------------------------------------------------
 
 class Reader {
-  public:
+public:
     explicit Reader(std::span<const uint8_t> b) : buf_(b) {}
     // Takes n bytes or reports a short read.
     const uint8_t* take(size_t n) {
@@ -52,7 +54,7 @@ class Reader {
         return p;
     }
 
-  private:
+private:
     std::span<const uint8_t> buf_;
     size_t pos_ = 0;
 };
@@ -60,14 +62,25 @@ class Reader {
 struct Cursor {
     const uint8_t* p;
     uint8_t u8() { return *p++; }
-    uint16_t u16() { uint16_t v = uint16_t(p[0] | p[1] << 8); p += 2; return v; }
+    uint16_t u16() {
+        uint16_t v = uint16_t(p[0] | p[1] << 8);
+        p += 2;
+        return v;
+    }
     uint32_t u32() {
         uint32_t v = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
         p += 4;
         return v;
     }
-    uint64_t u64() { uint64_t lo = u32(); uint64_t hi = u32(); return lo | hi << 32; }
-    void bytes(void* dst, size_t n) { std::memcpy(dst, p, n); p += n; }
+    uint64_t u64() {
+        uint64_t lo = u32();
+        uint64_t hi = u32();
+        return lo | hi << 32;
+    }
+    void bytes(void* dst, size_t n) {
+        std::memcpy(dst, p, n);
+        p += n;
+    }
 };
 
 struct PortKey {
@@ -87,6 +100,14 @@ struct PortRec {
     bool has_peer;
     PortKey peer;
     bool placed = false;
+};
+
+// A node or port parsed but not yet recorded in the Image.
+struct NodeFree {
+    void operator()(ibnd_node_t* n) const { free_node(n); }
+};
+struct PortFree {
+    void operator()(ibnd_port_t* p) const { std::free(p); }
 };
 
 // Everything parsed from the image, in file order.  Lookups find the
@@ -128,7 +149,8 @@ bool read_node(Reader& in, Image& img) {
     const uint8_t* raw = in.take(kNodeLen);
     if (!raw)
         return false;
-    auto* node = static_cast<ibnd_node_t*>(std::calloc(1, sizeof(ibnd_node_t)));
+    std::unique_ptr<ibnd_node_t, NodeFree> owned(static_cast<ibnd_node_t*>(std::calloc(1, sizeof(ibnd_node_t))));
+    ibnd_node_t* node = owned.get();
     if (!node) {
         IBND_DBG(cache, 324, "OOM: node\n");
         return false;
@@ -147,10 +169,8 @@ bool read_node(Reader& in, Image& img) {
     NodeRec rec{node, {}};
     if (nkeys) {
         const uint8_t* kraw = in.take(kKeyLen * nkeys);
-        if (!kraw) {
-            free_node(node);
+        if (!kraw)
             return false;
-        }
         Cursor k{kraw};
         for (unsigned i = 0; i < nkeys; ++i) {
             uint64_t g = k.u64();
@@ -158,6 +178,7 @@ bool read_node(Reader& in, Image& img) {
         }
     }
     img.nodes.push_back(std::move(rec));
+    owned.release();  // the Image owns it now
     return true;
 }
 
@@ -165,7 +186,8 @@ bool read_port(Reader& in, Image& img) {
     const uint8_t* raw = in.take(kPortLen);
     if (!raw)
         return false;
-    auto* port = static_cast<ibnd_port_t*>(std::calloc(1, sizeof(ibnd_port_t)));
+    std::unique_ptr<ibnd_port_t, PortFree> owned(static_cast<ibnd_port_t*>(std::calloc(1, sizeof(ibnd_port_t))));
+    ibnd_port_t* port = owned.get();
     if (!port) {
         IBND_DBG(cache, 425, "OOM: port\n");
         return false;
@@ -183,6 +205,7 @@ bool read_port(Reader& in, Image& img) {
     rec.peer.guid = c.u64();
     rec.peer.portnum = c.u8();
     img.ports.push_back(rec);
+    owned.release();  // the Image owns it now
     return true;
 }
 
@@ -197,12 +220,10 @@ bool rebuild(Image& img, Fabric* f) {
         pub->nodes = node;
         it->placed = true;  // the fabric owns it from here on
         if (!hash_add_node(pub, node))
-            IBND_DBG(cache, 548,
-                     "Error Occurred when trying to insert new node guid 0x%016lx to DB\n",
-                     node->guid);
+            IBND_DBG(cache, 548, "Error Occurred when trying to insert new node guid 0x%016lx to DB\n", node->guid);
         type_list_add(pub, node);
-        node->ports = static_cast<ibnd_port_t**>(
-            std::calloc(static_cast<size_t>(node->numports) + 1, sizeof(ibnd_port_t*)));
+        node->ports =
+            static_cast<ibnd_port_t**>(std::calloc(static_cast<size_t>(node->numports) + 1, sizeof(ibnd_port_t*)));
         if (!node->ports) {
             IBND_DBG(cache, 561, "OOM: node->ports\n");
             return false;
@@ -226,8 +247,7 @@ bool rebuild(Image& img, Fabric* f) {
             node->ports[pn] = pr->port;
             pr->placed = true;
             if (!hash_add_port(pub, pr->port))
-                IBND_DBG(cache, 517,
-                         "Error Occurred when trying to insert new port guid 0x%016lx to DB\n",
+                IBND_DBG(cache, 517, "Error Occurred when trying to insert new port guid 0x%016lx to DB\n",
                          pr->port->guid);
         }
     }
@@ -242,8 +262,7 @@ bool rebuild(Image& img, Fabric* f) {
             // dangling; we do the same but keep it for ibnd_destroy_fabric.
             f->extra->orphans.push_back(it->port);
             it->placed = true;
-        } else if (owner->node->numports < it->port->portnum ||
-                   owner->node->ports[it->port->portnum] != it->port) {
+        } else if (owner->node->numports < it->port->portnum || owner->node->ports[it->port->portnum] != it->port) {
             // listed by one node, owned by another: no discovery writes
             // that, and applications rely on port->node->ports[n] == port
             IBND_DBG(cache, 594, "Cache invalid: cannot find node\n");
@@ -268,11 +287,20 @@ bool rebuild(Image& img, Fabric* f) {
 // ---- writing -------------------------------------------------------------
 
 class Writer {
-  public:
+public:
     void u8(uint8_t v) { b_.push_back(v); }
-    void u16(uint16_t v) { u8(uint8_t(v)); u8(uint8_t(v >> 8)); }
-    void u32(uint32_t v) { u16(uint16_t(v)); u16(uint16_t(v >> 16)); }
-    void u64(uint64_t v) { u32(uint32_t(v)); u32(uint32_t(v >> 32)); }
+    void u16(uint16_t v) {
+        u8(uint8_t(v));
+        u8(uint8_t(v >> 8));
+    }
+    void u32(uint32_t v) {
+        u16(uint16_t(v));
+        u16(uint16_t(v >> 16));
+    }
+    void u64(uint64_t v) {
+        u32(uint32_t(v));
+        u32(uint32_t(v >> 32));
+    }
     void bytes(const void* p, size_t n) {
         auto* c = static_cast<const uint8_t*>(p);
         b_.insert(b_.end(), c, c + n);
@@ -285,9 +313,32 @@ class Writer {
     }
     const std::vector<uint8_t>& data() const { return b_; }
 
-  private:
+private:
     std::vector<uint8_t> b_;
 };
+
+// The whole file, or false (with the reference's debug line) when it cannot
+// be opened or read.
+bool read_file(const char* file, std::vector<uint8_t>& buf) {
+    rdma::UniqueFd in(open(file, O_RDONLY));
+    if (!in) {
+        IBND_DBG(cache, 636, "open: %s\n", std::strerror(errno));
+        return false;
+    }
+    uint8_t chunk[65536];
+    for (;;) {
+        ssize_t r = read(in.get(), chunk, sizeof(chunk));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            IBND_DBG(cache, 156, "read: %s\n", std::strerror(errno));
+            return false;
+        }
+        if (r == 0)
+            return true;
+        buf.insert(buf.end(), chunk, chunk + r);
+    }
+}
 
 bool write_all(int fd, const uint8_t* p, size_t n) {
     while (n) {
@@ -339,13 +390,12 @@ ibnd_fabric_t* load_fabric_image(std::span<const uint8_t> image) {
         IBND_DBG(cache, 672, "Cache invalid: cannot find from node\n");
         return nullptr;
     }
-    std::unique_ptr<Fabric> f = new_fabric();
+    FabricPtr f = new_fabric();
     f->pub.maxhops_discovered = maxhops;
     f->pub.from_node = from->node;
     bool ok = rebuild(img, f.get());
     if (ok && group_nodes(&f->pub) == 0)
         return &f.release()->pub;
-    free_fabric(std::move(f));
     return nullptr;
 }
 
@@ -353,56 +403,38 @@ ibnd_fabric_t* load_fabric_image(std::span<const uint8_t> image) {
 
 using namespace ibnd;
 
-// exported: the version script decides what leaves the library
+// exported: the version script decides what leaves the library. Both go
+// through the C-entry barrier (util/c_entry.h): out of memory, loading
+// returns NULL and caching -1, errno ENOMEM, with nothing leaked and no file
+// left behind (the image is complete before the file is touched).
 #pragma GCC visibility push(default)
 extern "C" {
 
 ibnd_fabric_t* ibnd_load_fabric(const char* file, unsigned int /*flags*/) {
-    if (!file) {
-        IBND_DBG(cache, 631, "file parameter NULL\n");
-        return nullptr;
-    }
-    try {
-        int fd = open(file, O_RDONLY);
-        if (fd < 0) {
-            IBND_DBG(cache, 636, "open: %s\n", std::strerror(errno));
+    return rdma::entry_null([&]() -> ibnd_fabric_t* {
+        if (!file) {
+            IBND_DBG(cache, 631, "file parameter NULL\n");
             return nullptr;
         }
         std::vector<uint8_t> buf;
-        uint8_t chunk[65536];
-        for (;;) {
-            ssize_t r = read(fd, chunk, sizeof(chunk));
-            if (r < 0) {
-                if (errno == EINTR)
-                    continue;
-                IBND_DBG(cache, 156, "read: %s\n", std::strerror(errno));
-                close(fd);
-                return nullptr;
-            }
-            if (r == 0)
-                break;
-            buf.insert(buf.end(), chunk, chunk + r);
-        }
-        close(fd);
+        if (!read_file(file, buf))
+            return nullptr;
         return load_fabric_image(buf);
-    } catch (...) {
-        errno = ENOMEM;
-        return nullptr;
-    }
+    });
 }
 
 int ibnd_cache_fabric(ibnd_fabric_t* fabric, const char* file, unsigned int flags) {
-    if (!fabric) {
-        IBND_DBG(cache, 892, "fabric parameter NULL\n");
-        return -1;
-    }
-    if (!file) {
-        IBND_DBG(cache, 897, "file parameter NULL\n");
-        return -1;
-    }
-    if (!fabric->from_node)
-        return -1;
-    try {
+    return rdma::entry_minus_one([&] {
+        if (!fabric) {
+            IBND_DBG(cache, 892, "fabric parameter NULL\n");
+            return -1;
+        }
+        if (!file) {
+            IBND_DBG(cache, 897, "file parameter NULL\n");
+            return -1;
+        }
+        if (!fabric->from_node)
+            return -1;
         Writer w;
         w.u32(kMagic);
         w.u32(kVersion);
@@ -481,10 +513,7 @@ int ibnd_cache_fabric(ibnd_fabric_t* fabric, const char* file, unsigned int flag
             return -1;
         }
         return 0;
-    } catch (...) {
-        errno = ENOMEM;
-        return -1;
-    }
+    });
 }
 
 }  // extern "C"

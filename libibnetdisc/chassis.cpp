@@ -18,17 +18,28 @@
 namespace ibnd {
 namespace {
 
-constexpr uint32_t kVoltaire = 0x8f1, kMellanox = 0x2c9, kTopspin = 0x5ad,
-                   kInfinicon = 0x66a, kXsigo = 0x1397;
+constexpr uint32_t kVoltaire = 0x8f1, kMellanox = 0x2c9, kTopspin = 0x5ad, kInfinicon = 0x66a, kXsigo = 0x1397;
 constexpr uint32_t kMlxIs4 = 0xbd36;
 
 // Voltaire device ids
 enum : uint32_t {
-    kFcRouter = 0x5a00, kIpRouter = 0x5a01,
-    kSlb24 = 0x5a09, kSfb12 = 0x5a08, kSfb4 = 0x5a0b, kSlb8 = 0x5a0d,
-    kSfb12Ddr = 0x5a32, kSfb4Ddr = 0x5a33, kSlb24Ddr = 0x5a34,
-    kSfb2012 = 0x5a37, kSlb2024 = 0x5a38, kSfb2004 = 0x5a40, kSrb2004 = 0x5a42,
-    kSlb4018 = 0x5a5b, kSfb4700 = 0x5a5c, kSfb4700x2 = 0x5a5d, kSfb4200 = 0x5a60,
+    kFcRouter = 0x5a00,
+    kIpRouter = 0x5a01,
+    kSlb24 = 0x5a09,
+    kSfb12 = 0x5a08,
+    kSfb4 = 0x5a0b,
+    kSlb8 = 0x5a0d,
+    kSfb12Ddr = 0x5a32,
+    kSfb4Ddr = 0x5a33,
+    kSlb24Ddr = 0x5a34,
+    kSfb2012 = 0x5a37,
+    kSlb2024 = 0x5a38,
+    kSfb2004 = 0x5a40,
+    kSrb2004 = 0x5a42,
+    kSlb4018 = 0x5a5b,
+    kSfb4700 = 0x5a5c,
+    kSfb4700x2 = 0x5a5d,
+    kSfb4200 = 0x5a60,
 };
 
 // ch_type values and their names
@@ -38,29 +49,37 @@ const char* const kTypeNames[] = {"", "ISR9288", "ISR9096", "ISR2012", "ISR2004"
 enum : unsigned char { kNoSlot, kLineSlot, kSpineSlot, kRouterSlot };
 const char* const kSlotNames[] = {"", "Line", "Spine", "SRBD"};
 
-uint32_t vendor(const ibnd_node_t* n) {
-    return mad_get_field(const_cast<uint8_t*>(n->info), 0, IB_NODE_VENDORID_F);
-}
-uint32_t devid(const ibnd_node_t* n) {
-    return mad_get_field(const_cast<uint8_t*>(n->info), 0, IB_NODE_DEVID_F);
-}
+uint32_t vendor(const ibnd_node_t* n) { return mad_get_field(const_cast<uint8_t*>(n->info), 0, IB_NODE_VENDORID_F); }
+uint32_t devid(const ibnd_node_t* n) { return mad_get_field(const_cast<uint8_t*>(n->info), 0, IB_NODE_DEVID_F); }
 uint64_t sysguid(const ibnd_node_t* n) {
     return mad_get_field64(const_cast<uint8_t*>(n->info), 0, IB_NODE_SYSTEM_GUID_F);
 }
 
-bool is_router(const ibnd_node_t* n) { auto d = devid(n); return d == kFcRouter || d == kIpRouter; }
-bool spine_9096(const ibnd_node_t* n) { auto d = devid(n); return d == kSfb4 || d == kSfb4Ddr; }
-bool spine_9288(const ibnd_node_t* n) { auto d = devid(n); return d == kSfb12 || d == kSfb12Ddr; }
+bool is_router(const ibnd_node_t* n) {
+    auto d = devid(n);
+    return d == kFcRouter || d == kIpRouter;
+}
+bool spine_9096(const ibnd_node_t* n) {
+    auto d = devid(n);
+    return d == kSfb4 || d == kSfb4Ddr;
+}
+bool spine_9288(const ibnd_node_t* n) {
+    auto d = devid(n);
+    return d == kSfb12 || d == kSfb12Ddr;
+}
 bool spine_2004(const ibnd_node_t* n) { return devid(n) == kSfb2004; }
 bool spine_2012(const ibnd_node_t* n) { return devid(n) == kSfb2012; }
 bool spine_4700(const ibnd_node_t* n) { return devid(n) == kSfb4700; }
 bool spine_4700x2(const ibnd_node_t* n) { return devid(n) == kSfb4700x2; }
 bool spine_4200(const ibnd_node_t* n) { return devid(n) == kSfb4200; }
 bool is_spine(const ibnd_node_t* n) {
-    return spine_9096(n) || spine_9288(n) || spine_2004(n) || spine_2012(n) ||
-           spine_4700(n) || spine_4700x2(n) || spine_4200(n);
+    return spine_9096(n) || spine_9288(n) || spine_2004(n) || spine_2012(n) || spine_4700(n) || spine_4700x2(n) ||
+        spine_4200(n);
 }
-bool line_24(const ibnd_node_t* n) { auto d = devid(n); return d == kSlb24 || d == kSlb24Ddr || d == kSrb2004; }
+bool line_24(const ibnd_node_t* n) {
+    auto d = devid(n);
+    return d == kSlb24 || d == kSlb24Ddr || d == kSrb2004;
+}
 bool line_8(const ibnd_node_t* n) { return devid(n) == kSlb8; }
 bool line_2024(const ibnd_node_t* n) { return devid(n) == kSlb2024; }
 bool line_4700(const ibnd_node_t* n) { return devid(n) == kSlb4018; }
@@ -70,55 +89,67 @@ bool is_line(const ibnd_node_t* n) { return line_24(n) || line_8(n) || line_2024
 // slot of the peer board, "chip" tables the chip on that board.
 using PortTable = unsigned char[37];
 // line board seen from a spine port
-constexpr PortTable kLineSlotSfb4 = {0, 1,1,1,1,1,1, 2,2,2,2,2,2, 3,3,3,3,3,3, 4,4,4,4,4,4};
-constexpr PortTable kLineChipSfb4 = {0, 1,1,1,2,2,2, 1,1,1,2,2,2, 1,1,1,2,2,2, 1,1,1,2,2,2};
-constexpr PortTable kLineSlotSfb12 = {0, 1,1,2,2,3,3, 4,4,5,5,6,6, 7,7,8,8,9,9, 10,10,11,11,12,12};
-constexpr PortTable kLineChipSfb12 = {0, 1,2,1,2,1,2, 1,2,1,2,1,2, 1,2,1,2,1,2, 1,2,1,2,1,2};
-constexpr PortTable kLineSlotSfb18 = {0, 1,1,2,2,3,3, 4,4,5,5,6,6, 7,7,8,8,9,9,
-                                      10,10,11,11,12,12, 13,13,14,14,15,15, 16,16,17,17,18,18};
-constexpr PortTable kLineChipSfb18 = {0, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1,
-                                      1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1};
-constexpr PortTable kLineSlotSfb18x2 = {0, 1,2,3,4,5,6, 7,8,9,10,11,12, 13,14,15,16,17,18};
-constexpr PortTable kLineChipSfb18x2 = {0, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1};
-constexpr PortTable kLineSlotSfb4200 = {0, 1,1,1,1,2,2, 2,2,3,3,3,3, 4,4,4,4,5,5,
-                                        5,5,6,6,6,6, 7,7,7,7,8,8, 8,8,9,9,9,9};
-constexpr PortTable kLineChipSfb4200 = {0, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1,
-                                        1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1};
+constexpr PortTable kLineSlotSfb4 = {0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4};
+constexpr PortTable kLineChipSfb4 = {0, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2};
+constexpr PortTable kLineSlotSfb12 = {0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12};
+constexpr PortTable kLineChipSfb12 = {0, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2};
+constexpr PortTable kLineSlotSfb18 = {0,  1,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,  8,  9, 9,
+                                      10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 17, 18, 18};
+constexpr PortTable kLineChipSfb18 = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr PortTable kLineSlotSfb18x2 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
+constexpr PortTable kLineChipSfb18x2 = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr PortTable kLineSlotSfb4200 = {0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5,
+                                        5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 8, 8, 8, 8, 9, 9, 9, 9};
+constexpr PortTable kLineChipSfb4200 = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 // router module seen from an sFB-4 port: its chip number
-constexpr PortTable kRouterChipSfb4 = {0, 3,2,1,3,2,1, 3,2,1,3,2,1, 3,2,1,3,2,1, 3,2,1,3,2,1};
+constexpr PortTable kRouterChipSfb4 = {0, 3, 2, 1, 3, 2, 1, 3, 2, 1, 3, 2, 1, 3, 2, 1, 3, 2, 1, 3, 2, 1, 3, 2, 1};
 // spine seen from a line board port
-constexpr PortTable kSpineSlot12 = {0, 1,1,1,2,2,2, 3,3,3,4,4,4};
-constexpr PortTable kSpineChip12 = {0, 1,2,3,1,2,3, 1,2,3,1,2,3};
-constexpr PortTable kSpineSlot4 = {0, 1,1,1,2,2,2, 3,3,3,4,4,4};
-constexpr PortTable kSpineChip4 = {0, 1,1,1,1,1,1, 1,1,1,1,1,1};
-constexpr PortTable kSpineSlot18 = {0, 1,1,2,2,3,3, 4,4,5,5,6,6, 7,7,8,8,9,9};
-constexpr PortTable kSpineChip18 = {0, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1};
-constexpr PortTable kSpineChip18x2 = {0, 2,1,2,1,2,1, 2,1,2,1,2,1, 2,1,2,1,2,1};
-constexpr PortTable kSpineSlot4200 = {0, 1,1,1,1,0,0, 2,2,2,2,3,3, 3,3,4,4,4,4};
-constexpr PortTable kSpineChip4200 = {0, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1};
+constexpr PortTable kSpineSlot12 = {0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4};
+constexpr PortTable kSpineChip12 = {0, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3};
+constexpr PortTable kSpineSlot4 = {0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4};
+constexpr PortTable kSpineChip4 = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr PortTable kSpineSlot18 = {0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9};
+constexpr PortTable kSpineChip18 = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+constexpr PortTable kSpineChip18x2 = {0, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1};
+constexpr PortTable kSpineSlot4200 = {0, 1, 1, 1, 1, 0, 0, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4};
+constexpr PortTable kSpineChip4200 = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
-unsigned char at(const PortTable& t, int port) {
-    return port >= 0 && port <= 36 ? t[port] : 0;
-}
+unsigned char at(const PortTable& t, int port) { return port >= 0 && port <= 36 ? t[port] : 0; }
 
 // A spine learns its own slot from the line board port it is cabled to.
 void spine_slot(ibnd_node_t* n, const ibnd_port_t* lineport) {
     int p = lineport->portnum;
     n->ch_slot = kSpineSlot;
     if (spine_9096(n)) {
-        n->ch_type = kIsr9096; n->ch_slotnum = at(kSpineSlot4, p); n->ch_anafanum = at(kSpineChip4, p);
+        n->ch_type = kIsr9096;
+        n->ch_slotnum = at(kSpineSlot4, p);
+        n->ch_anafanum = at(kSpineChip4, p);
     } else if (spine_9288(n)) {
-        n->ch_type = kIsr9288; n->ch_slotnum = at(kSpineSlot12, p); n->ch_anafanum = at(kSpineChip12, p);
+        n->ch_type = kIsr9288;
+        n->ch_slotnum = at(kSpineSlot12, p);
+        n->ch_anafanum = at(kSpineChip12, p);
     } else if (spine_2012(n)) {
-        n->ch_type = kIsr2012; n->ch_slotnum = at(kSpineSlot12, p); n->ch_anafanum = at(kSpineChip12, p);
+        n->ch_type = kIsr2012;
+        n->ch_slotnum = at(kSpineSlot12, p);
+        n->ch_anafanum = at(kSpineChip12, p);
     } else if (spine_2004(n)) {
-        n->ch_type = kIsr2004; n->ch_slotnum = at(kSpineSlot4, p); n->ch_anafanum = at(kSpineChip4, p);
+        n->ch_type = kIsr2004;
+        n->ch_slotnum = at(kSpineSlot4, p);
+        n->ch_anafanum = at(kSpineChip4, p);
     } else if (spine_4700(n)) {
-        n->ch_type = kIsr4700; n->ch_slotnum = at(kSpineSlot18, p); n->ch_anafanum = at(kSpineChip18, p);
+        n->ch_type = kIsr4700;
+        n->ch_slotnum = at(kSpineSlot18, p);
+        n->ch_anafanum = at(kSpineChip18, p);
     } else if (spine_4700x2(n)) {
-        n->ch_type = kIsr4700; n->ch_slotnum = at(kSpineSlot18, p); n->ch_anafanum = at(kSpineChip18x2, p);
+        n->ch_type = kIsr4700;
+        n->ch_slotnum = at(kSpineSlot18, p);
+        n->ch_anafanum = at(kSpineChip18x2, p);
     } else if (spine_4200(n)) {
-        n->ch_type = kIsr4200; n->ch_slotnum = at(kSpineSlot4200, p); n->ch_anafanum = at(kSpineChip4200, p);
+        n->ch_type = kIsr4200;
+        n->ch_slotnum = at(kSpineSlot4200, p);
+        n->ch_anafanum = at(kSpineChip4200, p);
     } else {
         IBND_ERR(chassis, 507, "Unexpected node found: guid 0x%016lx\n", n->guid);
     }
@@ -137,13 +168,21 @@ void router_slot(ibnd_node_t* n, const ibnd_port_t* spineport) {
         return static_cast<unsigned char>(g == 3 ? 1 : g == 1 ? 3 : 2);
     };
     if (spine_9096(spine)) {
-        n->ch_type = kIsr9096; n->ch_slotnum = at(kLineSlotSfb4, p); n->ch_anafanum = at(kRouterChipSfb4, p);
+        n->ch_type = kIsr9096;
+        n->ch_slotnum = at(kLineSlotSfb4, p);
+        n->ch_anafanum = at(kRouterChipSfb4, p);
     } else if (spine_9288(spine)) {
-        n->ch_type = kIsr9288; n->ch_slotnum = at(kLineSlotSfb12, p); n->ch_anafanum = guess();
+        n->ch_type = kIsr9288;
+        n->ch_slotnum = at(kLineSlotSfb12, p);
+        n->ch_anafanum = guess();
     } else if (spine_2012(spine)) {
-        n->ch_type = kIsr2012; n->ch_slotnum = at(kLineSlotSfb12, p); n->ch_anafanum = guess();
+        n->ch_type = kIsr2012;
+        n->ch_slotnum = at(kLineSlotSfb12, p);
+        n->ch_anafanum = guess();
     } else if (spine_2004(spine)) {
-        n->ch_type = kIsr2004; n->ch_slotnum = at(kLineSlotSfb4, p); n->ch_anafanum = at(kRouterChipSfb4, p);
+        n->ch_type = kIsr2004;
+        n->ch_slotnum = at(kLineSlotSfb4, p);
+        n->ch_anafanum = at(kRouterChipSfb4, p);
     } else {
         IBND_ERR(chassis, 547, "Unexpected node found: guid 0x%016lx\n", spine->guid);
     }
@@ -155,19 +194,33 @@ void line_slot(ibnd_node_t* n, const ibnd_port_t* spineport) {
     int p = spineport->portnum;
     n->ch_slot = kLineSlot;
     if (spine_9096(spine)) {
-        n->ch_type = kIsr9096; n->ch_slotnum = at(kLineSlotSfb4, p); n->ch_anafanum = at(kLineChipSfb4, p);
+        n->ch_type = kIsr9096;
+        n->ch_slotnum = at(kLineSlotSfb4, p);
+        n->ch_anafanum = at(kLineChipSfb4, p);
     } else if (spine_9288(spine)) {
-        n->ch_type = kIsr9288; n->ch_slotnum = at(kLineSlotSfb12, p); n->ch_anafanum = at(kLineChipSfb12, p);
+        n->ch_type = kIsr9288;
+        n->ch_slotnum = at(kLineSlotSfb12, p);
+        n->ch_anafanum = at(kLineChipSfb12, p);
     } else if (spine_2012(spine)) {
-        n->ch_type = kIsr2012; n->ch_slotnum = at(kLineSlotSfb12, p); n->ch_anafanum = at(kLineChipSfb12, p);
+        n->ch_type = kIsr2012;
+        n->ch_slotnum = at(kLineSlotSfb12, p);
+        n->ch_anafanum = at(kLineChipSfb12, p);
     } else if (spine_2004(spine)) {
-        n->ch_type = kIsr2004; n->ch_slotnum = at(kLineSlotSfb4, p); n->ch_anafanum = at(kLineChipSfb4, p);
+        n->ch_type = kIsr2004;
+        n->ch_slotnum = at(kLineSlotSfb4, p);
+        n->ch_anafanum = at(kLineChipSfb4, p);
     } else if (spine_4700(spine)) {
-        n->ch_type = kIsr4700; n->ch_slotnum = at(kLineSlotSfb18, p); n->ch_anafanum = at(kLineChipSfb18, p);
+        n->ch_type = kIsr4700;
+        n->ch_slotnum = at(kLineSlotSfb18, p);
+        n->ch_anafanum = at(kLineChipSfb18, p);
     } else if (spine_4700x2(spine)) {
-        n->ch_type = kIsr4700; n->ch_slotnum = at(kLineSlotSfb18x2, p); n->ch_anafanum = at(kLineChipSfb18x2, p);
+        n->ch_type = kIsr4700;
+        n->ch_slotnum = at(kLineSlotSfb18x2, p);
+        n->ch_anafanum = at(kLineChipSfb18x2, p);
     } else if (spine_4200(spine)) {
-        n->ch_type = kIsr4200; n->ch_slotnum = at(kLineSlotSfb4200, p); n->ch_anafanum = at(kLineChipSfb4200, p);
+        n->ch_type = kIsr4200;
+        n->ch_slotnum = at(kLineSlotSfb4200, p);
+        n->ch_anafanum = at(kLineChipSfb4200, p);
     } else {
         IBND_ERR(chassis, 585, "Unexpected node found: guid 0x%016lx\n", spine->guid);
     }
@@ -175,20 +228,19 @@ void line_slot(ibnd_node_t* n, const ibnd_port_t* spineport) {
 
 // Internal (chip) port -> front panel port of Voltaire boards, per chip.
 using ExtMap = unsigned char[37];
-constexpr ExtMap kExtSlb24[2] = {
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 6,5,4,18,17,16, 1,2,3,13,14,15},
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 12,11,10,24,23,22, 7,8,9,19,20,21}};
-constexpr ExtMap kExtSlb8[2] = {
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 2,2,2,6,6,6, 1,1,1,5,5,5},
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 4,4,4,8,8,8, 3,3,3,7,7,7}};
+constexpr ExtMap kExtSlb24[2] = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 5, 4, 18, 17, 16, 1, 2, 3, 13, 14, 15},
+                                 {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 11, 10, 24, 23, 22, 7, 8, 9, 19, 20, 21}};
+constexpr ExtMap kExtSlb8[2] = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 6, 6, 6, 1, 1, 1, 5, 5, 5},
+                                {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 8, 8, 8, 3, 3, 3, 7, 7, 7}};
 constexpr ExtMap kExtSlb2024[2] = {
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 13,14,15,16,17,18, 19,20,21,22,23,24},
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 1,2,3,4,5,6, 7,8,9,10,11,12}};
-constexpr ExtMap kExtSlb4018 = {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 0,0,0,0,0,0,
-                                1,2,3,4,5,6, 7,8,9,10,11,12, 13,14,15,16,17,18};
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
+constexpr ExtMap kExtSlb4018 = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  0,  0,  0,  0,  0, 0,
+                                1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
 constexpr ExtMap kExtSfb4700x2[2] = {
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 0,0,0,0,0,0, 7,7,7,8,8,8, 9,9,9,10,10,10, 11,11,11,12,12,12},
-    {0, 0,0,0,0,0,0, 0,0,0,0,0,0, 0,0,0,0,0,0, 1,1,1,2,2,2, 3,3,3,4,4,4, 5,5,5,6,6,6}};
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  0,  0,  0,  0,  0, 0,
+     7, 7, 7, 8, 8, 8, 9, 9, 9, 10, 10, 10, 11, 11, 11, 12, 12, 12},
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6}};
 
 void voltaire_portmap(ibnd_port_t* port) {
     ibnd_node_t* node = port->node;
@@ -215,9 +267,7 @@ void voltaire_portmap(ibnd_port_t* port) {
         port->ext_portnum = kExtSlb8[chip][pn];
 }
 
-ibnd_port_t* port_at(ibnd_node_t* n, int p) {
-    return n->ports && p >= 0 && p <= n->numports ? n->ports[p] : nullptr;
-}
+ibnd_port_t* port_at(ibnd_node_t* n, int p) { return n->ports && p >= 0 && p <= n->numports ? n->ports[p] : nullptr; }
 
 void fill_voltaire(ibnd_node_t* node) {
     if (node->ch_found)
@@ -276,37 +326,52 @@ void fill_mellanox(ibnd_node_t* node) {
     }
     // The messages print desc as cut so far, as the reference does.
     char* it = desc + 4;
-    while (*it && *it != ':') ++it;
+    while (*it && *it != ':')
+        ++it;
     if (!*it) {
-        IBND_DBG(chassis, 643, "fill_mellanox_chassis_record: Unsupported node description format:%s - (get system_name failed) \n", desc);
+        IBND_DBG(chassis, 643,
+                 "fill_mellanox_chassis_record: Unsupported node description format:%s - (get system_name failed) \n",
+                 desc);
         return;
     }
     *it++ = '\0';
     char* type = it;
-    while (*it && *it != '/') ++it;
+    while (*it && *it != '/')
+        ++it;
     if (!*it) {
-        IBND_DBG(chassis, 652, "fill_mellanox_chassis_record: Unsupported node description format:%s - (get system_type failed) \n", desc);
+        IBND_DBG(chassis, 652,
+                 "fill_mellanox_chassis_record: Unsupported node description format:%s - (get system_type failed) \n",
+                 desc);
         return;
     }
     *it++ = '\0';
     char* slot = it;
-    while (*it && *it != '/' && *it != ':') ++it;
+    while (*it && *it != '/' && *it != ':')
+        ++it;
     if (!*it) {
-        IBND_DBG(chassis, 661, "fill_mellanox_chassis_record: Unsupported node description format:%s - (get system_slot_name failed) \n", desc);
+        IBND_DBG(
+            chassis, 661,
+            "fill_mellanox_chassis_record: Unsupported node description format:%s - (get system_slot_name failed) \n",
+            desc);
         return;
     }
     if (*it == ':') {
         *it++ = '\0';
-        while (*it && *it != '/') ++it;
+        while (*it && *it != '/')
+            ++it;
         if (!*it) {
-            IBND_DBG(chassis, 669, "fill_mellanox_chassis_record: Unsupported node description format:%s - (get board type failed) \n", desc);
+            IBND_DBG(
+                chassis, 669,
+                "fill_mellanox_chassis_record: Unsupported node description format:%s - (get board type failed) \n",
+                desc);
             return;
         }
     }
     *it++ = '\0';
     char* index = it;
     if (index[0] != 'U') {
-        IBND_DBG(chassis, 677, "fill_mellanox_chassis_record: Unsupported node description format:%s - (get node index) \n", desc);
+        IBND_DBG(chassis, 677,
+                 "fill_mellanox_chassis_record: Unsupported node description format:%s - (get node index) \n", desc);
         return;
     }
     node->ch_anafanum = static_cast<unsigned char>(std::atoi(index + 1));
@@ -502,9 +567,27 @@ ibnd_chassis_t* find_by_guid(ibnd_fabric_t* f, const ChassisIndex& index, uint64
     return it == index.end() ? nullptr : it->second;
 }
 
+// The chassis made so far. Until commit() hands them to the fabric they are
+// freed with the list, and the fabric (which may point at them meanwhile,
+// see find_by_guid) is left with none: a failure or an exception half-way
+// leaves nothing dangling.
 struct ChassisList {
+    ibnd_fabric_t* fabric;
     ibnd_chassis_t* first = nullptr;
     ibnd_chassis_t* last = nullptr;
+    explicit ChassisList(ibnd_fabric_t* f) : fabric(f) {}
+    ChassisList(const ChassisList&) = delete;
+    ChassisList& operator=(const ChassisList&) = delete;
+    ~ChassisList() {
+        if (!first)
+            return;
+        release();
+        fabric->chassis = nullptr;
+    }
+    void commit() {
+        fabric->chassis = first;
+        first = last = nullptr;
+    }
     ibnd_chassis_t* append() {
         auto* c = static_cast<ibnd_chassis_t*>(std::calloc(1, sizeof(ibnd_chassis_t)));
         if (!c) {
@@ -528,7 +611,7 @@ struct ChassisList {
 }  // namespace
 
 int group_nodes(ibnd_fabric_t* fabric) {
-    ChassisList list;
+    ChassisList list(fabric);
     int chassisnum = 0;
 
     for (ibnd_node_t* n = fabric->switches; n; n = n->type_next) {
@@ -595,7 +678,7 @@ int group_nodes(ibnd_fabric_t* fabric) {
         }
     }
 
-    fabric->chassis = list.first;
+    list.commit();
     return 0;
 fail:
     list.release();
@@ -608,6 +691,11 @@ fail:
 using namespace ibnd;
 
 // exported: the version script decides what leaves the library
+//
+// Pure lookups on a built fabric (field reads, snprintf into the caller's
+// buffer, debug lines through stdio): nothing allocates or throws, so none
+// goes through the C-entry barrier. Grouping itself (group_nodes) allocates
+// and runs inside ibnd_discover_fabric's and ibnd_load_fabric's barrier.
 #pragma GCC visibility push(default)
 extern "C" {
 
@@ -623,10 +711,8 @@ const char* ibnd_get_chassis_type(ibnd_node_t* node) {
         if (node->ch_type == kUnresolved || node->ch_type > kIsr4200)
             return nullptr;
         return kTypeNames[node->ch_type];
-    case kMellanox:
-        return node->ch_type_str[0] ? node->ch_type_str : nullptr;
-    default:
-        return nullptr;
+    case kMellanox: return node->ch_type_str[0] ? node->ch_type_str : nullptr;
+    default: return nullptr;
     }
 }
 
@@ -640,8 +726,7 @@ char* ibnd_get_chassis_slot_str(ibnd_node_t* node, char* str, size_t size) {
         return nullptr;
     if (!node->chassis || node->ch_slot == kNoSlot || node->ch_slot > kRouterSlot || !str)
         return nullptr;
-    std::snprintf(str, size, "%s %d Chip %d", kSlotNames[node->ch_slot], node->ch_slotnum,
-                  node->ch_anafanum);
+    std::snprintf(str, size, "%s %d Chip %d", kSlotNames[node->ch_slot], node->ch_slotnum, node->ch_anafanum);
     return str;
 }
 
@@ -656,17 +741,11 @@ uint64_t ibnd_get_chassis_guid(ibnd_fabric_t* fabric, unsigned char chassisnum) 
     return 0;
 }
 
-int ibnd_is_xsigo_guid(uint64_t guid) {
-    return (guid & 0xffffff0000000000ULL) == 0x0013970000000000ULL;
-}
+int ibnd_is_xsigo_guid(uint64_t guid) { return (guid & 0xffffff0000000000ULL) == 0x0013970000000000ULL; }
 
-int ibnd_is_xsigo_hca(uint64_t guid) {
-    return (guid & 0xffffffff00000000ULL) == 0x0013970200000000ULL;
-}
+int ibnd_is_xsigo_hca(uint64_t guid) { return (guid & 0xffffffff00000000ULL) == 0x0013970200000000ULL; }
 
-int ibnd_is_xsigo_tca(uint64_t guid) {
-    return (guid & 0xffffffff00000000ULL) == 0x0013970300000000ULL;
-}
+int ibnd_is_xsigo_tca(uint64_t guid) { return (guid & 0xffffffff00000000ULL) == 0x0013970300000000ULL; }
 
 }  // extern "C"
 #pragma GCC visibility pop

@@ -19,6 +19,7 @@
 // route is asked for NodeInfo a bounded number of times, and the total number
 // of SMPs is capped.
 #include "internal.h"
+#include "util/c_entry.h"
 
 #include <chrono>
 #include <cstdio>
@@ -34,11 +35,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr unsigned kDefaultWindow = 16;     // SMPs in flight when max_smps is 0
+constexpr unsigned kDefaultWindow = 16;  // SMPs in flight when max_smps is 0
 constexpr unsigned kDefaultTimeoutMs = 1000;
 constexpr unsigned kDefaultRetries = 3;
-constexpr unsigned kRouteRepeatLimit = 4;   // NodeInfo requests per route
-constexpr uint64_t kSmpBudget = 1ull << 24; // total SMPs, a hostile-fabric cap
+constexpr unsigned kRouteRepeatLimit = 4;  // NodeInfo requests per route
+constexpr uint64_t kSmpBudget = 1ull << 24;  // total SMPs, a hostile-fabric cap
 constexpr int kPhysLinkUp = 5;
 constexpr int kSpeedQdr = 4;
 constexpr uint8_t kFdr10 = 0x01;
@@ -51,7 +52,7 @@ struct Request {
     unsigned mod = 0;
     int mgtclass = IB_SMI_DIRECT_CLASS;
     ibnd_node_t* node = nullptr;  // NodeInfo: the node we came from
-    int port_num = 0;             // NodeInfo: its port
+    int port_num = 0;  // NodeInfo: its port
     // wire state
     uint32_t trid = 0;
     Clock::time_point deadline;
@@ -89,20 +90,20 @@ bool mlnx_ext_capable(const ibnd_node_t* node) {
     bool bull = vendor == 0x119f;
     // switches: SwitchX and Switch-IB families, Bull's rebadged ones
     if ((devid >= 0xc738 && devid <= 0xc73b) || devid == 0xcb20 || devid == 0xcf08 ||
-        (bull && (devid == 0x1b02 || devid == 0x1b50 || devid == 0x1ba0 ||
-                  (devid >= 0x1bd0 && devid <= 0x1bd5))))
+        (bull && (devid == 0x1b02 || devid == 0x1b50 || devid == 0x1ba0 || (devid >= 0x1bd0 && devid <= 0x1bd5))))
         return true;
     // CAs: ConnectX-3 to ConnectX-4 generation, Bull's rebadged ones
     if ((devid >= 0x1003 && devid <= 0x1017) ||
-        (bull && (devid == 0x1b33 || devid == 0x1b73 || devid == 0x1b40 || devid == 0x1b41 ||
-                  devid == 0x1b60 || devid == 0x1b61 || devid == 0x1b83 || devid == 0x1b93 ||
-                  devid == 0x1b94 || devid == 0x1bb4 || devid == 0x1bb5 || devid == 0x1bc4)))
+        (bull &&
+         (devid == 0x1b33 || devid == 0x1b73 || devid == 0x1b40 || devid == 0x1b41 || devid == 0x1b60 ||
+          devid == 0x1b61 || devid == 0x1b83 || devid == 0x1b93 || devid == 0x1b94 || devid == 0x1bb4 ||
+          devid == 0x1bb5 || devid == 0x1bc4)))
         return true;
     return false;
 }
 
 class Walk {
-  public:
+public:
     Walk(Fabric* f, const ibnd_config& cfg, const ib_portid_t& self, unsigned initial_hops)
         : f_(f), cfg_(cfg), self_(self), initial_hops_(initial_hops) {}
     ~Walk() {
@@ -134,8 +135,7 @@ class Walk {
         }
         dr_agent_ = umad_register(fd_, IB_SMI_DIRECT_CLASS, 1, 0, nullptr);
         if (dr_agent_ < 0) {
-            IBND_ERR(smp, 232, "Failed to register SMI_DIRECT agent on (%s:%d)\n", ca_name,
-                     ca_port);
+            IBND_ERR(smp, 232, "Failed to register SMI_DIRECT agent on (%s:%d)\n", ca_name, ca_port);
             return -1;
         }
         umad_len_ = umad_size() + IB_MAD_SIZE;
@@ -158,11 +158,10 @@ class Walk {
 
     unsigned smps_sent() const { return sent_; }
 
-  private:
+private:
     // ---- engine ----
 
-    void enqueue(Kind kind, const ib_portid_t& path, unsigned mod, ibnd_node_t* node = nullptr,
-                 int port_num = 0) {
+    void enqueue(Kind kind, const ib_portid_t& path, unsigned mod, ibnd_node_t* node = nullptr, int port_num = 0) {
         if (queued_total_ >= kSmpBudget)
             return;
         ++queued_total_;
@@ -210,8 +209,7 @@ class Walk {
             return rc;
         }
         r.trid = static_cast<uint32_t>(rpc.trid);
-        r.deadline = Clock::now() +
-                     std::chrono::milliseconds(uint64_t(cfg_.timeout_ms) * (cfg_.retries + 1) + 100);
+        r.deadline = Clock::now() + std::chrono::milliseconds(uint64_t(cfg_.timeout_ms) * (cfg_.retries + 1) + 100);
         ++sent_;
         ++inflight_;
         by_trid_[r.trid] = &r;
@@ -255,8 +253,9 @@ class Walk {
         Request& r = *it->second;
         int status = umad_status(buf.data());
         // MadMethod is the 7-bit method (the response bit is a field of its own)
-        if (!status && (mad_get_field(mad, 0, IB_MAD_METHOD_F) != IB_MAD_METHOD_GET ||
-                        mad_get_field(mad, 0, IB_MAD_ATTRID_F) != attr_of(r.kind)))
+        if (!status &&
+            (mad_get_field(mad, 0, IB_MAD_METHOD_F) != IB_MAD_METHOD_GET ||
+             mad_get_field(mad, 0, IB_MAD_ATTRID_F) != attr_of(r.kind)))
             return 0;  // not the answer to this question: wait for one
         by_trid_.erase(it);
         --inflight_;
@@ -303,13 +302,13 @@ class Walk {
 
     int complete(Request& r) {
         if (r.umad_status) {
-            IBND_ERR(smp, 186, "umad (%s Attr 0x%x:%u) bad status %d; %s\n", portid2str(&r.path),
-                     attr_of(r.kind), r.mod, r.umad_status, std::strerror(r.umad_status));
+            IBND_ERR(smp, 186, "umad (%s Attr 0x%x:%u) bad status %d; %s\n", portid2str(&r.path), attr_of(r.kind),
+                     r.mod, r.umad_status, std::strerror(r.umad_status));
             return r.kind == Kind::mlnx_ext ? mlnx_ext_done(r, false) : 0;
         }
         if (int st = mad_get_field(r.mad, 0, IB_DRSMP_STATUS_F)) {
-            IBND_ERR(smp, 193, "mad (%s Attr 0x%x:%u) bad status 0x%x\n", portid2str(&r.path),
-                     attr_of(r.kind), r.mod, st);
+            IBND_ERR(smp, 193, "mad (%s Attr 0x%x:%u) bad status 0x%x\n", portid2str(&r.path), attr_of(r.kind), r.mod,
+                     st);
             return r.kind == Kind::mlnx_ext ? mlnx_ext_done(r, false) : 0;
         }
         uint8_t* data = r.mad + IB_SMP_DATA_OFFS;
@@ -321,8 +320,7 @@ class Walk {
             return 0;
         case Kind::switch_info:
             std::memcpy(r.node->switchinfo, data, IB_SMP_DATA_SIZE);
-            r.node->smaenhsp0 = static_cast<int>(
-                mad_get_field(r.node->switchinfo, 0, IB_SW_ENHANCED_PORT0_F));
+            r.node->smaenhsp0 = static_cast<int>(mad_get_field(r.node->switchinfo, 0, IB_SW_ENHANCED_PORT0_F));
             return 0;
         case Kind::port_info: return port_info_done(r, data);
         case Kind::mlnx_ext: return mlnx_ext_done(r, true);
@@ -341,14 +339,12 @@ class Walk {
     }
 
     void query_port_info(const ib_portid_t& path, ibnd_node_t* node, int port) {
-        IBND_DBG(discover, 456, "Query Port Info; %s (0x%lx):%d\n",
-                 portid2str(const_cast<ib_portid_t*>(&path)), node->guid, port);
+        IBND_DBG(discover, 456, "Query Port Info; %s (0x%lx):%d\n", portid2str(const_cast<ib_portid_t*>(&path)),
+                 node->guid, port);
         enqueue(Kind::port_info, path, static_cast<unsigned>(port), node);
     }
 
-    bool hops_exhausted() const {
-        return cfg_.max_hops && f_->pub.maxhops_discovered > cfg_.max_hops;
-    }
+    bool hops_exhausted() const { return cfg_.max_hops && f_->pub.maxhops_discovered > cfg_.max_hops; }
 
     // 1 when the route was extended, 0 when the hop limit stops it, -1 when
     // the route is full.
@@ -391,12 +387,10 @@ class Walk {
         // speed.  Its debug lines are reproduced as printed.
         mad_dump_val(IB_PORT_LINK_WIDTH_ACTIVE_F, width, 64, &iwidth);
         mad_dump_val(IB_PORT_LINK_SPEED_ACTIVE_F, speed, 64, &ispeed);
-        IBND_DBG(discover, 184,
-                 "portid %s portnum %d: base lid %d state %d physstate %d %s %s %s %s\n",
+        IBND_DBG(discover, 184, "portid %s portnum %d: base lid %d state %d physstate %d %s %s %s %s\n",
                  portid2str(const_cast<ib_portid_t*>(&path)), port->portnum, port->base_lid,
-                 mad_get_field(port->info, 0, IB_PORT_STATE_F),
-                 mad_get_field(port->info, 0, IB_PORT_PHYS_STATE_F), width, speed,
-                 (fdr10 & kFdr10) ? "FDR10" : "", speed);
+                 mad_get_field(port->info, 0, IB_PORT_STATE_F), mad_get_field(port->info, 0, IB_PORT_PHYS_STATE_F),
+                 width, speed, (fdr10 & kFdr10) ? "FDR10" : "", speed);
     }
 
     // LinkSpeedExtActive when the capability mask (port 0's on a switch)
@@ -419,8 +413,7 @@ class Walk {
     void follow_link(const Request& r, ibnd_node_t* node, ibnd_port_t* port, int port_num) {
         int local_port = static_cast<int>(mad_get_field(port->info, 0, IB_PORT_LOCAL_PORT_F));
         debug_port(r.path, port);
-        if (!port_num ||
-            static_cast<int>(mad_get_field(port->info, 0, IB_PORT_PHYS_STATE_F)) != kPhysLinkUp)
+        if (!port_num || static_cast<int>(mad_get_field(port->info, 0, IB_PORT_PHYS_STATE_F)) != kPhysLinkUp)
             return;
         bool through_switch = node->type == IB_NODE_SWITCH && port_num != local_port;
         bool start_port = node == f_->pub.from_node && port_num == f_->pub.from_portnum;
@@ -448,12 +441,11 @@ class Walk {
             if (!node)
                 return -1;
         }
-        IBND_DBG(discover, 558, "Found %s node GUID 0x%lx (%s)\n", is_new ? "new" : "old",
-                 node->guid, portid2str(const_cast<ib_portid_t*>(&r.path)));
+        IBND_DBG(discover, 558, "Found %s node GUID 0x%lx (%s)\n", is_new ? "new" : "old", node->guid,
+                 portid2str(const_cast<ib_portid_t*>(&r.path)));
         if (port_num > node->numports) {
             // a reply that contradicts the node's port count: not followed
-            IBND_ERR(discover, 239, "Failed to find 0x%lx port %u\n", node->guid,
-                     static_cast<unsigned>(port_num));
+            IBND_ERR(discover, 239, "Failed to find 0x%lx port %u\n", node->guid, static_cast<unsigned>(port_num));
             return 0;
         }
         ibnd_port_t*& port = node->ports[port_num];
@@ -470,9 +462,9 @@ class Walk {
             char type[64];
             mad_dump_node_type(type, sizeof(type), &node->type, sizeof(int));
             std::printf("%s -> %s %s {%016lx} portnum %d lid %d-%d \"%s\"\n",
-                        portid2str(const_cast<ib_portid_t*>(&r.path)), is_new ? "new" : "known",
-                        type, node->guid, node->type == IB_NODE_SWITCH ? 0 : port->portnum,
-                        port->base_lid, port->base_lid + (1 << port->lmc) - 1, node->nodedesc);
+                        portid2str(const_cast<ib_portid_t*>(&r.path)), is_new ? "new" : "known", type, node->guid,
+                        node->type == IB_NODE_SWITCH ? 0 : port->portnum, port->base_lid,
+                        port->base_lid + (1 << port->lmc) - 1, node->nodedesc);
         }
 
         if (!r.node) {
@@ -518,8 +510,8 @@ class Walk {
         node->guid = mad_get_field64(info, 0, IB_NODE_GUID_F);
         node->type = static_cast<int>(mad_get_field(info, 0, IB_NODE_TYPE_F));
         node->numports = static_cast<int>(mad_get_field(info, 0, IB_NODE_NPORTS_F));
-        node->ports = static_cast<ibnd_port_t**>(
-            std::calloc(static_cast<size_t>(node->numports) + 1, sizeof(ibnd_port_t*)));
+        node->ports =
+            static_cast<ibnd_port_t**>(std::calloc(static_cast<size_t>(node->numports) + 1, sizeof(ibnd_port_t*)));
         if (!node->ports) {
             std::free(node);
             IBND_ERR(discover, 480, "OOM: Failed to allocate the ports array\n");
@@ -527,13 +519,13 @@ class Walk {
         }
         node->path_portid = path;
         std::memcpy(node->info, info, IB_SMP_DATA_SIZE);
-        if (!hash_add_node(&f_->pub, node))
-            IBND_ERR(discover, 489,
-                     "Error Occurred when trying to insert new node guid 0x%016lx to DB\n",
-                     node->guid);
+        // Linked first, so that the fabric owns the node should the hash
+        // index fail to grow.
         node->next = f_->pub.nodes;
         f_->pub.nodes = node;
         type_list_add(&f_->pub, node);
+        if (!hash_add_node(&f_->pub, node))
+            IBND_ERR(discover, 489, "Error Occurred when trying to insert new node guid 0x%016lx to DB\n", node->guid);
         return node;
     }
 
@@ -541,8 +533,7 @@ class Walk {
         ibnd_node_t* node = r.node;
         int port_num = static_cast<int>(r.mod & 0xff);
         if (port_num > node->numports) {
-            IBND_ERR(discover, 354, "Failed to allocate 0x%lx port %u\n", node->guid,
-                     static_cast<unsigned>(port_num));
+            IBND_ERR(discover, 354, "Failed to allocate 0x%lx port %u\n", node->guid, static_cast<unsigned>(port_num));
             return 0;
         }
         ibnd_port_t*& port = node->ports[port_num];
@@ -569,9 +560,7 @@ class Walk {
             port->lmc = node->smalmc;
         }
         if (!hash_add_port(&f_->pub, port))
-            IBND_ERR(discover, 379,
-                     "Error Occurred when trying to insert new port guid 0x%016lx to DB\n",
-                     port->guid);
+            IBND_ERR(discover, 379, "Error Occurred when trying to insert new port guid 0x%016lx to DB\n", port->guid);
         lid_add_port(f_, port);
 
         bool deferred = false;
@@ -664,7 +653,7 @@ ibnd_fabric_t* discover(char* ca_name, int ca_port, ib_portid_t* from, ibnd_conf
     }
     mad_rpc_close_port(mp);
 
-    std::unique_ptr<Fabric> f = new_fabric();
+    FabricPtr f = new_fabric();
     unsigned initial_hops = static_cast<unsigned>(start.drpath.cnt);
     int rc;
     {
@@ -676,27 +665,20 @@ ibnd_fabric_t* discover(char* ca_name, int ca_port, ib_portid_t* from, ibnd_conf
     }
     // A walk whose start never answered still returns its (empty) fabric,
     // as the reference does: tools tell "nothing found" from "failed".
-    if (rc) {
-        free_fabric(std::move(f));
+    if (rc)
         return nullptr;
-    }
     f->pub.maxhops_discovered += initial_hops;
-    if (group_nodes(&f->pub)) {
-        free_fabric(std::move(f));
+    if (group_nodes(&f->pub))
         return nullptr;
-    }
     return &f.release()->pub;
 }
 
 }  // namespace
 }  // namespace ibnd
 
-extern "C" __attribute__((visibility("default"))) ibnd_fabric_t* ibnd_discover_fabric(char* ca_name, int ca_port, ib_portid_t* from,
-                                               struct ibnd_config* config) {
-    try {
-        return ibnd::discover(ca_name, ca_port, from, config);
-    } catch (...) {
-        errno = ENOMEM;
-        return nullptr;
-    }
+// NULL (errno ENOMEM when memory ran out) on failure; the walk's port and
+// everything found so far are released on the way out.
+extern "C" __attribute__((visibility("default"))) ibnd_fabric_t*
+ibnd_discover_fabric(char* ca_name, int ca_port, ib_portid_t* from, struct ibnd_config* config) {
+    return rdma::entry_null([&] { return ibnd::discover(ca_name, ca_port, from, config); });
 }

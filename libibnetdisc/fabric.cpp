@@ -47,9 +47,9 @@ uint32_t guid_hash(uint64_t guid) {
     return ((lo * 101u) ^ (hi * 103u)) % HTSZ;
 }
 
-std::unique_ptr<Fabric> new_fabric() {
+FabricPtr new_fabric() {
     auto extra = std::make_unique<FabricExtra>();
-    auto f = std::make_unique<Fabric>();
+    FabricPtr f(new Fabric{});
     std::memset(&f->pub, 0, sizeof(f->pub));
     f->extra = extra.release();
     return f;
@@ -66,7 +66,8 @@ void free_node(ibnd_node_t* node) {
     std::free(node);
 }
 
-void free_fabric(std::unique_ptr<Fabric> f) {
+void free_fabric(Fabric* fabric) {
+    std::unique_ptr<Fabric> f(fabric);
     if (!f)
         return;
     for (ibnd_chassis_t* ch = f->pub.chassis; ch;) {
@@ -80,15 +81,14 @@ void free_fabric(std::unique_ptr<Fabric> f) {
         n = next;
     }
     std::unique_ptr<FabricExtra> extra(f->extra);
-    for (ibnd_port_t* p : extra->orphans)
-        std::free(p);
+    if (extra)
+        for (ibnd_port_t* p : extra->orphans)
+            std::free(p);
 }
 
 bool hash_add_node(ibnd_fabric_t* f, ibnd_node_t* node) {
     if (!impl(f)->extra->hashed.insert(node).second) {
-        IBND_ERR(discover, 648,
-                 "Duplicate Node: Node with guid 0x%016lx already exists in nodes DB\n",
-                 node->guid);
+        IBND_ERR(discover, 648, "Duplicate Node: Node with guid 0x%016lx already exists in nodes DB\n", node->guid);
         return false;
     }
     uint32_t h = guid_hash(node->guid);
@@ -99,9 +99,7 @@ bool hash_add_node(ibnd_fabric_t* f, ibnd_node_t* node) {
 
 bool hash_add_port(ibnd_fabric_t* f, ibnd_port_t* port) {
     if (!impl(f)->extra->hashed.insert(port).second) {
-        IBND_ERR(discover, 667,
-                 "Duplicate Port: Port with guid 0x%016lx already exists in ports DB\n",
-                 port->guid);
+        IBND_ERR(discover, 667, "Duplicate Port: Port with guid 0x%016lx already exists in ports DB\n", port->guid);
         return false;
     }
     uint32_t h = guid_hash(port->guid);
@@ -136,13 +134,18 @@ void type_list_add(ibnd_fabric_t* f, ibnd_node_t* node) {
 using namespace ibnd;
 
 // exported: the version script decides what leaves the library
+//
+// None of these goes through the C-entry barrier (util/c_entry.h): they free,
+// look up and walk what the fabric already holds (std::map::find included),
+// allocate nothing and print through stdio only, so they cannot throw. The
+// iterators also leave an exception thrown by a C++ callback to its caller.
 #pragma GCC visibility push(default)
 extern "C" {
 
 void ibnd_destroy_fabric(ibnd_fabric_t* fabric) {
     if (!fabric)
         return;
-    free_fabric(std::unique_ptr<Fabric>(impl(fabric)));
+    free_fabric(impl(fabric));
 }
 
 ibnd_node_t* ibnd_find_node_guid(ibnd_fabric_t* fabric, uint64_t guid) {
@@ -230,8 +233,7 @@ void ibnd_iter_nodes(ibnd_fabric_t* fabric, ibnd_iter_node_func_t func, void* us
     }
 }
 
-void ibnd_iter_nodes_type(ibnd_fabric_t* fabric, ibnd_iter_node_func_t func, int node_type,
-                          void* user_data) {
+void ibnd_iter_nodes_type(ibnd_fabric_t* fabric, ibnd_iter_node_func_t func, int node_type, void* user_data) {
     if (!fabric) {
         IBND_DBG(discover, 906, "fabric parameter NULL\n");
         return;
@@ -245,9 +247,7 @@ void ibnd_iter_nodes_type(ibnd_fabric_t* fabric, ibnd_iter_node_func_t func, int
     case IB_NODE_SWITCH: list = fabric->switches; break;
     case IB_NODE_CA: list = fabric->ch_adapters; break;
     case IB_NODE_ROUTER: list = fabric->routers; break;
-    default:
-        IBND_DBG(discover, 926, "Invalid node_type specified %d\n", node_type);
-        break;
+    default: IBND_DBG(discover, 926, "Invalid node_type specified %d\n", node_type); break;
     }
     for (ibnd_node_t* n = list; n;) {
         ibnd_node_t* next = n->type_next;

@@ -38,8 +38,16 @@ static_assert(std::is_standard_layout_v<Fabric> && offsetof(Fabric, pub) == 0);
 
 inline Fabric* impl(ibnd_fabric_t* f) { return reinterpret_cast<Fabric*>(f); }
 
-std::unique_ptr<Fabric> new_fabric();
-void free_fabric(std::unique_ptr<Fabric> f);
+// Frees a fabric with everything linked into it: nodes and their ports,
+// chassis, orphan ports, the index.
+void free_fabric(Fabric* f);
+struct FabricFree {
+    void operator()(Fabric* f) const { free_fabric(f); }
+};
+// A fabric being built is held here: whatever is linked into it by the
+// time of an early return or an exception is freed with it.
+using FabricPtr = std::unique_ptr<Fabric, FabricFree>;
+FabricPtr new_fabric();
 void free_node(ibnd_node_t* node);
 
 uint32_t guid_hash(uint64_t guid);
@@ -58,14 +66,15 @@ ibnd_fabric_t* load_fabric_image(std::span<const uint8_t> image);
 // print the same position ("./libibnetdisc/<file>.c:<line>; ") so that
 // tools show identical stderr.
 enum class Src { chassis, discover, cache, smp };
-void error_at(Src src, unsigned line, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void debug_at(Src src, unsigned line, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void error_at(Src src, unsigned line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+void debug_at(Src src, unsigned line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 bool debugging();
 
 }  // namespace ibnd
 
 #define IBND_ERR(src, line, ...) ::ibnd::error_at(::ibnd::Src::src, line, __VA_ARGS__)
-#define IBND_DBG(src, line, ...) \
-    do { if (::ibnd::debugging()) ::ibnd::debug_at(::ibnd::Src::src, line, __VA_ARGS__); } while (0)
+#define IBND_DBG(src, line, ...)                                   \
+    do {                                                           \
+        if (::ibnd::debugging())                                   \
+            ::ibnd::debug_at(::ibnd::Src::src, line, __VA_ARGS__); \
+    } while (0)

@@ -9,27 +9,31 @@
 namespace {
 
 constexpr uint32_t kCapHasExtSpeeds = 1u << 14;  // CapabilityMask.IsExtendedSpeedsSupported
-constexpr uint32_t kCapHasCapMask2 = 1u << 15;   // CapabilityMask.IsCapabilityMask2Supported
-constexpr uint32_t kCap2ExtSpeeds2 = 1u << 10;   // CapabilityMask2.IsExtendedSpeeds2Supported
-constexpr int kEnabledAllOnes = 30;              // LinkSpeedExtEnabled "all supported"
+constexpr uint32_t kCapHasCapMask2 = 1u << 15;  // CapabilityMask.IsCapabilityMask2Supported
+constexpr uint32_t kCap2ExtSpeeds2 = 1u << 10;  // CapabilityMask2.IsExtendedSpeeds2Supported
+constexpr int kEnabledAllOnes = 30;  // LinkSpeedExtEnabled "all supported"
 
 struct SpeedName {
     int bit;
     const char* text;
 };
 constexpr SpeedName kSpeeds[] = {
-    {0x01, "14.0625 Gbps"}, {0x02, "25.78125 Gbps"}, {0x04, "53.125 Gbps"},
-    {0x08, "106.25 Gbps"},  {0x20, "212.5 Gbps"},
+    {0x01, "14.0625 Gbps"}, {0x02, "25.78125 Gbps"}, {0x04, "53.125 Gbps"}, {0x08, "106.25 Gbps"}, {0x20, "212.5 Gbps"},
 };
 
 }  // namespace
 
 // exported: the version script decides what leaves the library
+//
+// Every function of this file is pure: field reads (libibmad's
+// mad_get_field, itself pure) and snprintf into the caller's buffer. Nothing
+// allocates or throws, so none goes through the C-entry barrier. (The
+// definitions cannot say noexcept: the C header declares them without it,
+// and C++ requires every declaration to agree.)
 #pragma GCC visibility push(default)
 extern "C" {
 
-int ibnd_get_agg_linkspeedext_field(void* cap_info, void* info, enum MAD_FIELDS efield,
-                                    enum MAD_FIELDS e2field) {
+int ibnd_get_agg_linkspeedext_field(void* cap_info, void* info, enum MAD_FIELDS efield, enum MAD_FIELDS e2field) {
     if (!info)
         return 0;
     uint32_t cap = cap_info ? mad_get_field(cap_info, 0, IB_PORT_CAPMASK_F) : 0;
@@ -59,7 +63,8 @@ int ibnd_get_agg_linkspeedext_field(void* cap_info, void* info, enum MAD_FIELDS 
 #define IBND_E2(f) IB_NO_FIELD
 #endif
 
-// exported: the version script decides what leaves the library
+// exported: the version script decides what leaves the library (pure, as
+// above)
 #pragma GCC visibility push(default)
 extern "C" {
 

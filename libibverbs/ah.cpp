@@ -1,6 +1,7 @@
 // Address handles built from a received completion (UD replies), and
 // RoCE layer-2 resolution of a destination GID.
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 
 #include <arpa/inet.h>
 #include <netinet/ip.h>
@@ -49,7 +50,8 @@ int find_gid_index(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_
         ibv_gid_entry e{};
         if (ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(i), &e, 0))
             continue;
-        if (std::memcmp(&e.gid, &gid, sizeof(gid)) == 0 && (want_type < 0 || e.gid_type == static_cast<uint32_t>(want_type)))
+        if (std::memcmp(&e.gid, &gid, sizeof(gid)) == 0 &&
+            (want_type < 0 || e.gid_type == static_cast<uint32_t>(want_type)))
             return i;
     }
     return -1;
@@ -57,10 +59,10 @@ int find_gid_index(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int want_
 
 }  // namespace rdma::verbs
 
-extern "C" {
+namespace {
 
-RDMA_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
-                                    ibv_ah_attr* ah_attr) {
+int init_ah_from_wc(ibv_context* context, uint8_t port_num, const ibv_wc* wc, const ibv_grh* grh,
+                    ibv_ah_attr* ah_attr) {
     std::memset(ah_attr, 0, sizeof(*ah_attr));
     ah_attr->dlid = wc->slid;
     ah_attr->sl = wc->sl;
@@ -74,7 +76,7 @@ RDMA_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_
     if (grh_holds_ipv4(grh)) {
         const auto* ip = reinterpret_cast<const uint8_t*>(grh) + 20;
         ipv4_mapped(ah_attr->grh.dgid, ip + 12);  // their source
-        ipv4_mapped(local, ip + 16);              // our destination
+        ipv4_mapped(local, ip + 16);  // our destination
         ah_attr->grh.traffic_class = ip[1];
         ah_attr->grh.hop_limit = 0xff;
         type = IBV_GID_TYPE_ROCE_V2;
@@ -97,22 +99,37 @@ RDMA_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_
     return 0;
 }
 
-RDMA_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
-    ibv_ah_attr attr;
-    if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
-        return nullptr;
-    return ibv_create_ah(pd, &attr);
+}  // namespace
+
+extern "C" {
+
+RDMA_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                                    ibv_ah_attr* ah_attr) {
+    return rdma::entry_minus_one([&] { return init_ah_from_wc(context, port_num, wc, grh, ah_attr); });
 }
 
-RDMA_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) { return Context::from(qp->context)->query_ece(qp, ece); }
+RDMA_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
+    return rdma::entry_null([&]() -> ibv_ah* {
+        ibv_ah_attr attr;
+        if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+            return nullptr;
+        return ibv_create_ah(pd, &attr);
+    });
+}
+
+RDMA_EXPORT int ibv_query_ece(ibv_qp* qp, ibv_ece* ece) {
+    return rdma::entry_errno([&] { return Context::from(qp->context)->query_ece(qp, ece); });
+}
 
 RDMA_EXPORT int ibv_set_ece(ibv_qp* qp, ibv_ece* ece) {
-    // No vendor named: nothing to negotiate, as the reference answers.
-    if (!ece->vendor_id) {
-        errno = EOPNOTSUPP;
-        return EOPNOTSUPP;
-    }
-    return Context::from(qp->context)->set_ece(qp, ece);
+    return rdma::entry_errno([&] {
+        // No vendor named: nothing to negotiate, as the reference answers.
+        if (!ece->vendor_id) {
+            errno = EOPNOTSUPP;
+            return EOPNOTSUPP;
+        }
+        return Context::from(qp->context)->set_ece(qp, ece);
+    });
 }
 
 }  // extern "C"

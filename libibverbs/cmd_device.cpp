@@ -3,6 +3,7 @@
 #include "libibverbs/cmd_ioctl.h"
 #include "libibverbs/cmd_write.h"
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 
 #include <rdma/ib_user_ioctl_verbs.h>
 
@@ -29,12 +30,14 @@ int alloc_async_fd(int cmd_fd, uint32_t driver_id) {
 }
 
 // The public entry points all route here; each just forwards to the
-// context's virtual so a provider override is honoured.
+// context's virtual so a provider override is honoured. verbs.h's inline
+// functions call these slots directly, so they are C entry points too and
+// go through the barrier.
 int t_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in, ibv_device_attr_ex* attr, size_t size) {
-    return Context::from(c)->query_device_ex(in, attr, size);
+    return rdma::entry_errno([&] { return Context::from(c)->query_device_ex(in, attr, size); });
 }
 int t_query_port(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t size) {
-    return Context::from(c)->query_port(port, attr, size);
+    return rdma::entry_errno([&] { return Context::from(c)->query_port(port, attr, size); });
 }
 
 // Data-path slots a provider has not filled: fail cleanly, never crash.
@@ -53,10 +56,18 @@ int no_post_srq_recv(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad) {
         *bad = wr;
     return EOPNOTSUPP;
 }
-ibv_mw* t_alloc_mw(ibv_pd* pd, ibv_mw_type type) { return Context::from(pd->context)->alloc_mw(pd, type); }
-int t_dealloc_mw(ibv_mw* mw) { return Context::from(mw->context)->dealloc_mw(mw); }
-ibv_cq_ex* t_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr) { return Context::from(c)->create_cq_ex(attr); }
-ibv_qp* t_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr) { return Context::from(c)->create_qp_ex(attr); }
+ibv_mw* t_alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+    return rdma::entry_null([&] { return Context::from(pd->context)->alloc_mw(pd, type); });
+}
+int t_dealloc_mw(ibv_mw* mw) {
+    return rdma::entry_errno([&] { return Context::from(mw->context)->dealloc_mw(mw); });
+}
+ibv_cq_ex* t_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->create_cq_ex(attr); });
+}
+ibv_qp* t_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->create_qp_ex(attr); });
+}
 int no_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; }
 
 int no_poll_cq(ibv_cq*, int, ibv_wc*) { return -EOPNOTSUPP; }
@@ -64,8 +75,21 @@ int no_req_notify_cq(ibv_cq*, int) { return EOPNOTSUPP; }
 
 }  // namespace
 
+// verbs_context grew at its front in the newest header: what a program
+// built against rdma-core 44's header reaches behind ibv_context (the
+// first slot, query_port, 320 bytes before it) must not move.
+static_assert(offsetof(verbs_context, context) - offsetof(verbs_context, query_port) == 320);
+static_assert(offsetof(verbs_context, context) - offsetof(verbs_context, sz) == sizeof(size_t));
+
 void Context::install_trampolines() {
     verbs_context& v = wrap_.vctx;
+    // The newest header's slots (no inline calls them): the exported verbs.
+    v.free_buf = ibv_free_buf;
+    v.alloc_buf = ibv_alloc_buf;
+    v.dm_export_dmabuf_fd = ibv_dm_export_dmabuf_fd;
+    v.reg_mr_ex = ibv_reg_mr_ex;
+    v.dealloc_dmah = ibv_dealloc_dmah;
+    v.alloc_dmah = ibv_alloc_dmah;
     v.query_device_ex = t_query_device_ex;
     v.query_port = t_query_port;
     v.create_cq_ex = t_create_cq_ex;
@@ -105,7 +129,8 @@ int Context::init_kernel_context(const void* drv_in, size_t in_len, void* drv_ou
     ib_uverbs_get_context req{};
     req.response = reinterpret_cast<uintptr_t>(buf);
     auto* resp = reinterpret_cast<ib_uverbs_get_context_resp*>(buf);
-    if (int e = write_cmd(c.cmd_fd, IB_USER_VERBS_CMD_GET_CONTEXT, req, resp, drv_in, in_len, out_len))
+    if (int e = write_cmd(CmdChannel{c.cmd_fd, driver_id(), nullptr}, IB_USER_VERBS_CMD_GET_CONTEXT, req, resp, drv_in,
+                          in_len, out_len))
         return e;
     c.async_fd = static_cast<int>(resp->async_fd);
     c.num_comp_vectors = static_cast<int>(resp->num_comp_vectors);
@@ -158,7 +183,7 @@ static void fill_orig(ibv_device_attr& a, const ib_uverbs_query_device_resp& r) 
 }
 
 int Context::cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size,
-                                 uint64_t* raw_fw_ver) {
+                                 uint64_t* raw_fw_ver, const Udata& u) {
     if (input && input->comp_mask)
         return EINVAL;
     if (!attr || attr_size < sizeof(ibv_device_attr))
@@ -168,7 +193,7 @@ int Context::cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_dev
         ib_uverbs_query_device_resp resp{};
         ib_uverbs_query_device req{};
         req.response = reinterpret_cast<uintptr_t>(&resp);
-        if (int e = write_cmd(cmd_fd(), IB_USER_VERBS_CMD_QUERY_DEVICE, req, &resp))
+        if (int e = write_cmd(cmd_channel(), IB_USER_VERBS_CMD_QUERY_DEVICE, req, &resp))
             return e;
         fill_orig(out.orig_attr, resp);
         if (raw_fw_ver)
@@ -178,7 +203,8 @@ int Context::cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_dev
     }
     ib_uverbs_ex_query_device_resp resp{};
     ib_uverbs_ex_query_device req{};
-    if (int e = write_ex_cmd(cmd_fd(), IB_USER_VERBS_EX_CMD_QUERY_DEVICE, req, &resp, sizeof(resp)))
+    if (int e =
+            write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_QUERY_DEVICE, req, &resp, sizeof(resp), u.out, u.out_len))
         return e;
     fill_orig(out.orig_attr, resp.base);
     if (raw_fw_ver)
@@ -268,7 +294,7 @@ int Context::cmd_query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_s
         ib_uverbs_query_port req{};
         req.response = reinterpret_cast<uintptr_t>(&legacy);
         req.port_num = port_num;
-        if (int e = write_cmd(cmd_fd(), IB_USER_VERBS_CMD_QUERY_PORT, req, &legacy))
+        if (int e = write_cmd(cmd_channel(), IB_USER_VERBS_CMD_QUERY_PORT, req, &legacy))
             return e;
         fill_port(out, legacy);
     } else {

@@ -33,7 +33,9 @@ public:
         return a;
     }
     template <class T>
-    ib_uverbs_attr& in(uint16_t id, const T& v) { return ptr_in(id, &v, sizeof(v)); }
+    ib_uverbs_attr& in(uint16_t id, const T& v) {
+        return ptr_in(id, &v, sizeof(v));
+    }
 
     ib_uverbs_attr& ptr_out(uint16_t id, void* data, size_t len) {
         ib_uverbs_attr& a = next(id, len);
@@ -41,7 +43,9 @@ public:
         return a;
     }
     template <class T>
-    ib_uverbs_attr& out(uint16_t id, T& v) { return ptr_out(id, &v, sizeof(v)); }
+    ib_uverbs_attr& out(uint16_t id, T& v) {
+        return ptr_out(id, &v, sizeof(v));
+    }
 
     ib_uverbs_attr& idr_in(uint16_t id, uint32_t handle) {
         ib_uverbs_attr& a = next(id, 0);

@@ -1,6 +1,12 @@
 // Kernel commands for verbs objects (PD, MR, MW, CQ, QP, SRQ, AH,
 // multicast). Providers call these with their driver data; the common
 // public fields of each object are filled here, once, for every provider.
+//
+// As the reference does, objects the kernel has ioctl methods for (CQ, QP
+// and SRQ create/destroy, PD and MR destroy) go through them; the rest, and
+// everything on a kernel without the method, through the write-ABI command
+// (itself carried by INVOKE_WRITE where the kernel has it, cmd_write.h).
+#include "libibverbs/cmd_ioctl.h"
 #include "libibverbs/cmd_write.h"
 #include "libibverbs/ibverbs.h"
 
@@ -14,14 +20,14 @@ namespace {
 // A command with a response: the kernel writes the core response followed
 // by the driver's part; both live in one buffer here.
 template <class Cmd, class Resp>
-int exec(int fd, uint32_t command, Cmd& cmd, Resp& resp, const Udata& u) {
+int exec(const CmdChannel& ch, uint32_t command, Cmd& cmd, Resp& resp, const Udata& u) {
     constexpr size_t kMaxDriverOut = 512;
     if (u.out_len > kMaxDriverOut)
         return EINVAL;
     alignas(8) unsigned char buf[sizeof(Resp) + kMaxDriverOut];
     std::memset(buf, 0, sizeof(Resp) + u.out_len);
     cmd.response = reinterpret_cast<uintptr_t>(buf);
-    if (int e = write_cmd(fd, command, cmd, reinterpret_cast<Resp*>(buf), u.in, u.in_len, u.out_len))
+    if (int e = write_cmd(ch, command, cmd, reinterpret_cast<Resp*>(buf), u.in, u.in_len, u.out_len))
         return e;
     std::memcpy(&resp, buf, sizeof(Resp));
     if (u.out_len)
@@ -85,6 +91,25 @@ void from_kern_dest(const ib_uverbs_qp_dest& d, ibv_ah_attr& a) {
     a.port_num = d.port_num;
 }
 
+// A destroy method whose only attribute is the object's handle. -1: the
+// kernel lacks it (remembered), else 0 or a positive errno.
+int destroy_by_handle(Context& c, Context::IoctlMethod m, uint16_t object, uint16_t method, uint16_t attr,
+                      uint32_t handle) {
+    if (c.ioctl_missing(m))
+        return -1;
+    Ioctl<1> io(object, method, c.driver_id());
+    io.idr_in(attr, handle);
+    int e = io.execute(c.cmd_fd());
+    return c.note_ioctl_result(m, e) ? -1 : e;
+}
+
+// The async event file the kernel reports the object's events to: the
+// context's (as the reference passes it), when there is one.
+void add_event_fd(Ioctl<16>& io, uint16_t attr, int async_fd) {
+    if (async_fd >= 0)
+        io.fd_in(attr, async_fd);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------- PD
@@ -92,7 +117,7 @@ void from_kern_dest(const ib_uverbs_qp_dest& d, ibv_ah_attr& a) {
 int Context::cmd_alloc_pd(ibv_pd* pd, const Udata& u) {
     ib_uverbs_alloc_pd cmd{};
     ib_uverbs_alloc_pd_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_ALLOC_PD, cmd, resp, u))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_ALLOC_PD, cmd, resp, u))
         return e;
     pd->context = ibv();
     pd->handle = resp.pd_handle;
@@ -100,9 +125,13 @@ int Context::cmd_alloc_pd(ibv_pd* pd, const Udata& u) {
 }
 
 int Context::cmd_dealloc_pd(ibv_pd* pd) {
+    int e = destroy_by_handle(*this, kPdDestroy, UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY,
+                              UVERBS_ATTR_DESTROY_PD_HANDLE, pd->handle);
+    if (e >= 0)
+        return e;
     ib_uverbs_dealloc_pd cmd{};
     cmd.pd_handle = pd->handle;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DEALLOC_PD, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEALLOC_PD, cmd);
 }
 
 // ---------------------------------------------------------------------- MR
@@ -116,7 +145,7 @@ int Context::cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, 
     cmd.pd_handle = pd->handle;
     cmd.access_flags = static_cast<uint32_t>(access);
     ib_uverbs_reg_mr_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_REG_MR, cmd, resp, u))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_REG_MR, cmd, resp, u))
         return e;
     mr->mr.context = ibv();
     mr->mr.pd = pd;
@@ -129,8 +158,7 @@ int Context::cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, 
     return 0;
 }
 
-int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access,
-                          const Udata& u) {
+int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access, const Udata& u) {
     ib_uverbs_rereg_mr cmd{};
     cmd.mr_handle = mr->mr.handle;
     cmd.flags = static_cast<uint32_t>(flags);
@@ -140,7 +168,7 @@ int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t
     cmd.pd_handle = (flags & IBV_REREG_MR_CHANGE_PD) ? pd->handle : 0;
     cmd.access_flags = static_cast<uint32_t>(access);
     ib_uverbs_rereg_mr_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_REREG_MR, cmd, resp, u))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_REREG_MR, cmd, resp, u))
         return e;
     mr->mr.lkey = resp.lkey;
     mr->mr.rkey = resp.rkey;
@@ -150,9 +178,13 @@ int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t
 }
 
 int Context::cmd_dereg_mr(VerbsMr* mr) {
+    int e = destroy_by_handle(*this, kMrDestroy, UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY,
+                              UVERBS_ATTR_DESTROY_MR_HANDLE, mr->mr.handle);
+    if (e >= 0)
+        return e;
     ib_uverbs_dereg_mr cmd{};
     cmd.mr_handle = mr->mr.handle;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DEREG_MR, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEREG_MR, cmd);
 }
 
 // ---------------------------------------------------------------------- MW
@@ -162,7 +194,7 @@ int Context::cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata&
     cmd.pd_handle = pd->handle;
     cmd.mw_type = static_cast<uint8_t>(type);
     ib_uverbs_alloc_mw_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_ALLOC_MW, cmd, resp, u))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_ALLOC_MW, cmd, resp, u))
         return e;
     mw->context = ibv();
     mw->pd = pd;
@@ -175,25 +207,51 @@ int Context::cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata&
 int Context::cmd_dealloc_mw(ibv_mw* mw) {
     ib_uverbs_dealloc_mw cmd{};
     cmd.mw_handle = mw->handle;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DEALLOC_MW, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEALLOC_MW, cmd);
 }
 
 // ---------------------------------------------------------------------- CQ
 
 int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* vcq, const Udata& u) {
     ibv_cq* cq = vcq->cq();
-    ib_uverbs_create_cq cmd{};
-    cmd.user_handle = reinterpret_cast<uintptr_t>(cq);
-    cmd.cqe = static_cast<uint32_t>(cqe);
-    cmd.comp_vector = static_cast<uint32_t>(comp_vector);
-    cmd.comp_channel = channel ? channel->fd : -1;
-    ib_uverbs_create_cq_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_CQ, cmd, resp, u))
+    const uint64_t user_handle = reinterpret_cast<uintptr_t>(cq);
+    uint32_t handle = 0, granted = 0;
+    int e = -1;
+    if (!ioctl_missing(kCqCreate)) {
+        const uint32_t entries = static_cast<uint32_t>(cqe), vector = static_cast<uint32_t>(comp_vector);
+        Ioctl<16> io(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE, driver_id());
+        ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_CQ_HANDLE);
+        io.in(UVERBS_ATTR_CREATE_CQ_CQE, entries);
+        io.in(UVERBS_ATTR_CREATE_CQ_USER_HANDLE, user_handle);
+        if (channel)
+            io.fd_in(UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, channel->fd);
+        io.in(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, vector);
+        io.out(UVERBS_ATTR_CREATE_CQ_RESP_CQE, granted);
+        add_event_fd(io, UVERBS_ATTR_CREATE_CQ_EVENT_FD, ibv()->async_fd);
+        io.udata(u.in, u.in_len, u.out, u.out_len);
+        e = io.execute(cmd_fd());
+        if (e == 0)
+            handle = static_cast<uint32_t>(h.data);
+        else if (note_ioctl_result(kCqCreate, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_create_cq cmd{};
+        cmd.user_handle = user_handle;
+        cmd.cqe = static_cast<uint32_t>(cqe);
+        cmd.comp_vector = static_cast<uint32_t>(comp_vector);
+        cmd.comp_channel = channel ? channel->fd : -1;
+        ib_uverbs_create_cq_resp resp{};
+        e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_CQ, cmd, resp, u);
+        handle = resp.cq_handle;
+        granted = resp.cqe;
+    }
+    if (e)
         return e;
     cq->context = ibv();
     cq->channel = channel;
-    cq->handle = resp.cq_handle;
-    cq->cqe = static_cast<int>(resp.cqe);
+    cq->handle = handle;
+    cq->cqe = static_cast<int>(granted);
     cq->comp_events_completed = 0;
     cq->async_events_completed = 0;
     init_sync(cq->mutex, cq->cond);
@@ -210,7 +268,7 @@ int Context::cmd_resize_cq(ibv_cq* cq, int cqe, const Udata& u) {
     cmd.cq_handle = cq->handle;
     cmd.cqe = static_cast<uint32_t>(cqe);
     ib_uverbs_resize_cq_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_RESIZE_CQ, cmd, resp, u))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_RESIZE_CQ, cmd, resp, u))
         return e;
     cq->cqe = static_cast<int>(resp.cqe);
     return 0;
@@ -220,14 +278,26 @@ int Context::cmd_req_notify_cq(ibv_cq* cq, int solicited_only) {
     ib_uverbs_req_notify_cq cmd{};
     cmd.cq_handle = cq->handle;
     cmd.solicited_only = solicited_only ? 1 : 0;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, cmd);
 }
 
 int Context::cmd_destroy_cq(ibv_cq* cq) {
-    ib_uverbs_destroy_cq cmd{};
-    cmd.cq_handle = cq->handle;
     ib_uverbs_destroy_cq_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_CQ, cmd, resp, Udata{}))
+    int e = -1;
+    if (!ioctl_missing(kCqDestroy)) {
+        Ioctl<2> io(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY, driver_id());
+        io.idr_in(UVERBS_ATTR_DESTROY_CQ_HANDLE, cq->handle);
+        io.out(UVERBS_ATTR_DESTROY_CQ_RESP, resp);
+        e = io.execute(cmd_fd());
+        if (note_ioctl_result(kCqDestroy, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_destroy_cq cmd{};
+        cmd.cq_handle = cq->handle;
+        e = exec(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_CQ, cmd, resp, Udata{});
+    }
+    if (e)
         return e;
     pthread_mutex_lock(&cq->mutex);
     while (cq->comp_events_completed != resp.comp_events_reported ||
@@ -246,36 +316,74 @@ int Context::cmd_destroy_cq(ibv_cq* cq) {
 
 int Context::cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* vqp, const Udata& u) {
     ibv_qp* qp = vqp->qp();
-    ib_uverbs_create_qp cmd{};
-    cmd.user_handle = reinterpret_cast<uintptr_t>(qp);
-    cmd.pd_handle = pd->handle;
-    cmd.send_cq_handle = attr->send_cq ? attr->send_cq->handle : 0;
-    cmd.recv_cq_handle = attr->recv_cq ? attr->recv_cq->handle : 0;
-    cmd.srq_handle = attr->srq ? attr->srq->handle : 0;
-    cmd.max_send_wr = attr->cap.max_send_wr;
-    cmd.max_recv_wr = attr->cap.max_recv_wr;
-    cmd.max_send_sge = attr->cap.max_send_sge;
-    cmd.max_recv_sge = attr->cap.max_recv_sge;
-    cmd.max_inline_data = attr->cap.max_inline_data;
-    cmd.sq_sig_all = static_cast<uint8_t>(attr->sq_sig_all);
-    cmd.qp_type = static_cast<uint8_t>(attr->qp_type);
-    cmd.is_srq = attr->srq != nullptr;
-    ib_uverbs_create_qp_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_QP, cmd, resp, u))
+    const uint64_t user_handle = reinterpret_cast<uintptr_t>(qp);
+    ib_uverbs_qp_cap granted{};
+    uint32_t handle = 0, qpn = 0;
+    int e = -1;
+    if (!ioctl_missing(kQpCreate)) {
+        const ib_uverbs_qp_cap want{attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge,
+                                    attr->cap.max_recv_sge, attr->cap.max_inline_data};
+        const uint32_t flags = attr->sq_sig_all ? IB_UVERBS_QP_CREATE_SQ_SIG_ALL : 0;
+        Ioctl<16> io(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, driver_id());
+        ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_QP_HANDLE);
+        io.idr_in(UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd->handle);
+        if (attr->send_cq)
+            io.idr_in(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr->send_cq->handle);
+        if (attr->recv_cq)
+            io.idr_in(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr->recv_cq->handle);
+        if (attr->srq)
+            io.idr_in(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr->srq->handle);
+        io.in(UVERBS_ATTR_CREATE_QP_USER_HANDLE, user_handle);
+        io.in(UVERBS_ATTR_CREATE_QP_CAP, want);
+        io.const_in(UVERBS_ATTR_CREATE_QP_TYPE, static_cast<uint64_t>(attr->qp_type));
+        if (flags)
+            io.in(UVERBS_ATTR_CREATE_QP_FLAGS, flags);
+        add_event_fd(io, UVERBS_ATTR_CREATE_QP_EVENT_FD, ibv()->async_fd);
+        io.out(UVERBS_ATTR_CREATE_QP_RESP_CAP, granted);
+        io.out(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, qpn);
+        io.udata(u.in, u.in_len, u.out, u.out_len);
+        e = io.execute(cmd_fd());
+        if (e == 0)
+            handle = static_cast<uint32_t>(h.data);
+        else if (note_ioctl_result(kQpCreate, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_create_qp cmd{};
+        cmd.user_handle = user_handle;
+        cmd.pd_handle = pd->handle;
+        cmd.send_cq_handle = attr->send_cq ? attr->send_cq->handle : 0;
+        cmd.recv_cq_handle = attr->recv_cq ? attr->recv_cq->handle : 0;
+        cmd.srq_handle = attr->srq ? attr->srq->handle : 0;
+        cmd.max_send_wr = attr->cap.max_send_wr;
+        cmd.max_recv_wr = attr->cap.max_recv_wr;
+        cmd.max_send_sge = attr->cap.max_send_sge;
+        cmd.max_recv_sge = attr->cap.max_recv_sge;
+        cmd.max_inline_data = attr->cap.max_inline_data;
+        cmd.sq_sig_all = static_cast<uint8_t>(attr->sq_sig_all);
+        cmd.qp_type = static_cast<uint8_t>(attr->qp_type);
+        cmd.is_srq = attr->srq != nullptr;
+        ib_uverbs_create_qp_resp resp{};
+        e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_QP, cmd, resp, u);
+        granted = {resp.max_send_wr, resp.max_recv_wr, resp.max_send_sge, resp.max_recv_sge, resp.max_inline_data};
+        handle = resp.qp_handle;
+        qpn = resp.qpn;
+    }
+    if (e)
         return e;
-    attr->cap.max_send_wr = resp.max_send_wr;
-    attr->cap.max_recv_wr = resp.max_recv_wr;
-    attr->cap.max_send_sge = resp.max_send_sge;
-    attr->cap.max_recv_sge = resp.max_recv_sge;
-    attr->cap.max_inline_data = resp.max_inline_data;
+    attr->cap.max_send_wr = granted.max_send_wr;
+    attr->cap.max_recv_wr = granted.max_recv_wr;
+    attr->cap.max_send_sge = granted.max_send_sge;
+    attr->cap.max_recv_sge = granted.max_recv_sge;
+    attr->cap.max_inline_data = granted.max_inline_data;
     qp->context = ibv();
     qp->qp_context = attr->qp_context;
     qp->pd = pd;
     qp->send_cq = attr->send_cq;
     qp->recv_cq = attr->recv_cq;
     qp->srq = attr->srq;
-    qp->handle = resp.qp_handle;
-    qp->qp_num = resp.qpn;
+    qp->handle = handle;
+    qp->qp_num = qpn;
     qp->state = IBV_QPS_RESET;
     qp->qp_type = attr->qp_type;
     qp->events_completed = 0;
@@ -310,7 +418,7 @@ int Context::cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     cmd.alt_timeout = attr->alt_timeout;
     to_kern_dest(attr->ah_attr, cmd.dest);
     to_kern_dest(attr->alt_ah_attr, cmd.alt_dest);
-    if (int e = write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_MODIFY_QP, cmd))
+    if (int e = write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_MODIFY_QP, cmd))
         return e;
     if (mask & IBV_QP_STATE)
         qp->state = attr->qp_state;
@@ -322,7 +430,7 @@ int Context::cmd_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_a
     cmd.qp_handle = qp->handle;
     cmd.attr_mask = static_cast<uint32_t>(mask);
     ib_uverbs_query_qp_resp r{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_QUERY_QP, cmd, r, Udata{}))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_QUERY_QP, cmd, r, Udata{}))
         return e;
     attr->qkey = r.qkey;
     attr->rq_psn = r.rq_psn;
@@ -366,10 +474,22 @@ int Context::cmd_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_a
 }
 
 int Context::cmd_destroy_qp(ibv_qp* qp) {
-    ib_uverbs_destroy_qp cmd{};
-    cmd.qp_handle = qp->handle;
     ib_uverbs_destroy_qp_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_QP, cmd, resp, Udata{}))
+    int e = -1;
+    if (!ioctl_missing(kQpDestroy)) {
+        Ioctl<2> io(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY, driver_id());
+        io.idr_in(UVERBS_ATTR_DESTROY_QP_HANDLE, qp->handle);
+        io.out(UVERBS_ATTR_DESTROY_QP_RESP, resp);
+        e = io.execute(cmd_fd());
+        if (note_ioctl_result(kQpDestroy, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_destroy_qp cmd{};
+        cmd.qp_handle = qp->handle;
+        e = exec(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_QP, cmd, resp, Udata{});
+    }
+    if (e)
         return e;
     wait_acks(qp->mutex, qp->cond, qp->events_completed, resp.events_reported);
     return 0;
@@ -379,25 +499,55 @@ int Context::cmd_destroy_qp(ibv_qp* qp) {
 
 int Context::cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* vsrq, const Udata& u) {
     ibv_srq* srq = &vsrq->srq;
-    ib_uverbs_create_srq cmd{};
-    cmd.user_handle = reinterpret_cast<uintptr_t>(srq);
-    cmd.pd_handle = pd->handle;
-    cmd.max_wr = attr->attr.max_wr;
-    cmd.max_sge = attr->attr.max_sge;
-    cmd.srq_limit = attr->attr.srq_limit;
-    ib_uverbs_create_srq_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_SRQ, cmd, resp, u))
+    const uint64_t user_handle = reinterpret_cast<uintptr_t>(srq);
+    uint32_t handle = 0, max_wr = 0, max_sge = 0, srqn = 0;
+    int e = -1;
+    if (!ioctl_missing(kSrqCreate)) {
+        Ioctl<16> io(UVERBS_OBJECT_SRQ, UVERBS_METHOD_SRQ_CREATE, driver_id());
+        ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_SRQ_HANDLE);
+        io.idr_in(UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, pd->handle);
+        io.in(UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, user_handle);
+        io.in(UVERBS_ATTR_CREATE_SRQ_MAX_WR, attr->attr.max_wr);
+        io.in(UVERBS_ATTR_CREATE_SRQ_MAX_SGE, attr->attr.max_sge);
+        io.in(UVERBS_ATTR_CREATE_SRQ_LIMIT, attr->attr.srq_limit);
+        io.const_in(UVERBS_ATTR_CREATE_SRQ_TYPE, IB_UVERBS_SRQT_BASIC);
+        add_event_fd(io, UVERBS_ATTR_CREATE_SRQ_EVENT_FD, ibv()->async_fd);
+        io.out(UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, max_wr);
+        io.out(UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, max_sge);
+        io.out(UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM, srqn);
+        io.udata(u.in, u.in_len, u.out, u.out_len);
+        e = io.execute(cmd_fd());
+        if (e == 0)
+            handle = static_cast<uint32_t>(h.data);
+        else if (note_ioctl_result(kSrqCreate, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_create_srq cmd{};
+        cmd.user_handle = user_handle;
+        cmd.pd_handle = pd->handle;
+        cmd.max_wr = attr->attr.max_wr;
+        cmd.max_sge = attr->attr.max_sge;
+        cmd.srq_limit = attr->attr.srq_limit;
+        ib_uverbs_create_srq_resp resp{};
+        e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_SRQ, cmd, resp, u);
+        handle = resp.srq_handle;
+        max_wr = resp.max_wr;
+        max_sge = resp.max_sge;
+        srqn = resp.srqn;
+    }
+    if (e)
         return e;
-    attr->attr.max_wr = resp.max_wr;
-    attr->attr.max_sge = resp.max_sge;
+    attr->attr.max_wr = max_wr;
+    attr->attr.max_sge = max_sge;
     srq->context = ibv();
     srq->srq_context = attr->srq_context;
     srq->pd = pd;
-    srq->handle = resp.srq_handle;
+    srq->handle = handle;
     srq->events_completed = 0;
     init_sync(srq->mutex, srq->cond);
     vsrq->srq_type = IBV_SRQT_BASIC;
-    vsrq->srq_num = resp.srqn;
+    vsrq->srq_num = srqn;
     return 0;
 }
 
@@ -407,14 +557,14 @@ int Context::cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask, const Ud
     cmd.attr_mask = static_cast<uint32_t>(mask);
     cmd.max_wr = attr->max_wr;
     cmd.srq_limit = attr->srq_limit;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_MODIFY_SRQ, cmd, u.in, u.in_len);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_MODIFY_SRQ, cmd, u.in, u.in_len);
 }
 
 int Context::cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
     ib_uverbs_query_srq cmd{};
     cmd.srq_handle = srq->handle;
     ib_uverbs_query_srq_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_QUERY_SRQ, cmd, resp, Udata{}))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_QUERY_SRQ, cmd, resp, Udata{}))
         return e;
     attr->max_wr = resp.max_wr;
     attr->max_sge = resp.max_sge;
@@ -423,10 +573,22 @@ int Context::cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
 }
 
 int Context::cmd_destroy_srq(ibv_srq* srq) {
-    ib_uverbs_destroy_srq cmd{};
-    cmd.srq_handle = srq->handle;
     ib_uverbs_destroy_srq_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_SRQ, cmd, resp, Udata{}))
+    int e = -1;
+    if (!ioctl_missing(kSrqDestroy)) {
+        Ioctl<2> io(UVERBS_OBJECT_SRQ, UVERBS_METHOD_SRQ_DESTROY, driver_id());
+        io.idr_in(UVERBS_ATTR_DESTROY_SRQ_HANDLE, srq->handle);
+        io.out(UVERBS_ATTR_DESTROY_SRQ_RESP, resp);
+        e = io.execute(cmd_fd());
+        if (note_ioctl_result(kSrqDestroy, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_destroy_srq cmd{};
+        cmd.srq_handle = srq->handle;
+        e = exec(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_SRQ, cmd, resp, Udata{});
+    }
+    if (e)
         return e;
     wait_acks(srq->mutex, srq->cond, srq->events_completed, resp.events_reported);
     return 0;
@@ -440,7 +602,7 @@ int Context::cmd_create_ah(ibv_pd* pd, ibv_ah_attr* attr, ibv_ah* ah, const Udat
     cmd.pd_handle = pd->handle;
     to_kern_ah(*attr, cmd.attr);
     ib_uverbs_create_ah_resp resp{};
-    if (int e = exec(cmd_fd(), IB_USER_VERBS_CMD_CREATE_AH, cmd, resp, u))
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_AH, cmd, resp, u))
         return e;
     ah->context = ibv();
     ah->pd = pd;
@@ -451,7 +613,7 @@ int Context::cmd_create_ah(ibv_pd* pd, ibv_ah_attr* attr, ibv_ah* ah, const Udat
 int Context::cmd_destroy_ah(ibv_ah* ah) {
     ib_uverbs_destroy_ah cmd{};
     cmd.ah_handle = ah->handle;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DESTROY_AH, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_AH, cmd);
 }
 
 // --------------------------------------------------------------- multicast
@@ -461,7 +623,7 @@ int Context::cmd_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
     std::memcpy(cmd.gid, gid->raw, 16);
     cmd.qp_handle = qp->handle;
     cmd.mlid = lid;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_ATTACH_MCAST, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_ATTACH_MCAST, cmd);
 }
 
 int Context::cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
@@ -469,12 +631,13 @@ int Context::cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
     std::memcpy(cmd.gid, gid->raw, 16);
     cmd.qp_handle = qp->handle;
     cmd.mlid = lid;
-    return write_cmd_noresp(cmd_fd(), IB_USER_VERBS_CMD_DETACH_MCAST, cmd);
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DETACH_MCAST, cmd);
 }
 
+// ------------------- defaults: unsupported, but multicast runs the kernel's
 
-// -------------------------------------------------- defaults: unsupported
-
+// The macro body confuses the formatter:
+// clang-format off
 #define RDMA_UNSUPPORTED_PTR \
     {                        \
         errno = EOPNOTSUPP;  \
@@ -506,5 +669,6 @@ int Context::destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
 int Context::attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) { return cmd_attach_mcast(qp, gid, lid); }
 int Context::detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) { return cmd_detach_mcast(qp, gid, lid); }
 #undef RDMA_UNSUPPORTED_PTR
+// clang-format on
 
 }  // namespace rdma::verbs

@@ -1,36 +1,87 @@
-// The legacy write() command ABI of /dev/infiniband/uverbsN: a header, the
-// command struct (whose first field points at the response) and optional
-// driver data, sent with one write(2).
+// The write-ABI commands of /dev/infiniband/uverbsN (ib_user_verbs.h), sent
+// the way the reference sends them: through the uverbs ioctl method
+// INVOKE_WRITE when the kernel has it, with write(2) as the fallback.
+//
+// Why the ioctl: the kernel refuses write() on a uverbs file from any
+// process other than the one that opened it (a forked child gets EACCES),
+// while the ioctl path has no such check. INVOKE_WRITE carries the same
+// command structs in attributes: the command number as a constant, the core
+// request and response, and the driver data in the UHW attributes.
 #pragma once
+
+#include "libibverbs/cmd_ioctl.h"
 
 #include <rdma/ib_user_verbs.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <unistd.h>
 
 namespace rdma::verbs {
 
-// Classic commands: sizes in 4-byte words, header included in in_words.
+// Where a context's commands go. `no_invoke_write` (shared by every command
+// of one context) turns true once the kernel showed it has no INVOKE_WRITE,
+// and stays so; a null pointer means write(2) only.
+struct CmdChannel {
+    int fd;
+    uint32_t driver_id;
+    std::atomic<bool>* no_invoke_write;
+};
+
+namespace detail {
+
+// One command through INVOKE_WRITE. -1: the kernel has no such method (the
+// channel is marked), else 0 or a positive errno.
+inline int invoke_write(const CmdChannel& ch, uint32_t command, const void* core_in, size_t core_in_len, void* core_out,
+                        size_t core_out_len, const void* drv_in, size_t drv_in_len, void* drv_out, size_t drv_out_len) {
+    if (!ch.no_invoke_write || ch.no_invoke_write->load(std::memory_order_relaxed))
+        return -1;
+    Ioctl<5> io(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE, ch.driver_id);
+    io.const_in(UVERBS_ATTR_WRITE_CMD, command);
+    io.ptr_in(UVERBS_ATTR_CORE_IN, core_in, core_in_len);
+    if (core_out_len)
+        io.ptr_out(UVERBS_ATTR_CORE_OUT, core_out, core_out_len);
+    io.udata(drv_in, drv_in_len, drv_out, drv_out_len);
+    int e = io.execute(ch.fd);
+    if (e == ENOTTY || e == EPROTONOSUPPORT) {
+        ch.no_invoke_write->store(true, std::memory_order_relaxed);
+        return -1;
+    }
+    return e;
+}
+
+}  // namespace detail
+
+// Classic commands: the command struct's first field points at the
+// response, which the driver's response follows; write() sizes are in
+// 4-byte words, header included in in_words.
 template <class Cmd, class Resp>
-int write_cmd(int fd, uint32_t command, const Cmd& cmd, Resp* resp, const void* drv_in = nullptr,
+int write_cmd(const CmdChannel& ch, uint32_t command, const Cmd& cmd, Resp* resp, const void* drv_in = nullptr,
               size_t drv_in_len = 0, size_t drv_out_len = 0) {
+    constexpr size_t kResp = std::is_empty_v<Resp> ? 0 : sizeof(Resp);
+    if (drv_in_len > 256)
+        return EINVAL;
+    int r = detail::invoke_write(ch, command, &cmd, sizeof(Cmd), resp, resp ? kResp : 0, drv_in, drv_in_len,
+                                 resp && drv_out_len ? reinterpret_cast<unsigned char*>(resp) + kResp : nullptr,
+                                 resp ? drv_out_len : 0);
+    if (r >= 0)
+        return r;
     // Header, command and driver data travel back to back in one buffer
     // (the uapi structs end in flexible arrays, so no C++ struct nests them).
     alignas(8) unsigned char msg[sizeof(ib_uverbs_cmd_hdr) + sizeof(Cmd) + 256];
-    if (drv_in_len > 256)
-        return EINVAL;
     const size_t in_len = sizeof(ib_uverbs_cmd_hdr) + sizeof(Cmd) + drv_in_len;
     ib_uverbs_cmd_hdr hdr{};
     hdr.command = command;
     hdr.in_words = static_cast<uint16_t>(in_len / 4);
-    hdr.out_words = static_cast<uint16_t>((resp ? sizeof(Resp) + drv_out_len : 0) / 4);
+    hdr.out_words = static_cast<uint16_t>((resp ? kResp + drv_out_len : 0) / 4);
     std::memcpy(msg, &hdr, sizeof(hdr));
     std::memcpy(msg + sizeof(hdr), &cmd, sizeof(Cmd));
     if (drv_in_len)
         std::memcpy(msg + sizeof(hdr) + sizeof(Cmd), drv_in, drv_in_len);
-    ssize_t n = ::write(fd, msg, in_len);
+    ssize_t n = ::write(ch.fd, msg, in_len);
     if (n != static_cast<ssize_t>(in_len))
         return n < 0 ? errno : EIO;
     return 0;
@@ -38,27 +89,44 @@ int write_cmd(int fd, uint32_t command, const Cmd& cmd, Resp* resp, const void* 
 
 // Commands that answer nothing but success or an errno.
 template <class Cmd>
-int write_cmd_noresp(int fd, uint32_t command, const Cmd& cmd, const void* drv_in = nullptr, size_t drv_in_len = 0) {
+int write_cmd_noresp(const CmdChannel& ch, uint32_t command, const Cmd& cmd, const void* drv_in = nullptr,
+                     size_t drv_in_len = 0) {
     struct None {};
-    return write_cmd<Cmd, None>(fd, command, cmd, static_cast<None*>(nullptr), drv_in, drv_in_len, 0);
+    return write_cmd<Cmd, None>(ch, command, cmd, static_cast<None*>(nullptr), drv_in, drv_in_len, 0);
 }
 
 // Extended commands: a second header; sizes in 8-byte words, headers excluded.
+// The driver's response (drv_out, at most 256 bytes) follows the core one:
+// on the write path the kernel writes it right after resp_len bytes.
 template <class Cmd, class Resp>
-int write_ex_cmd(int fd, uint32_t command, const Cmd& cmd, Resp* resp, size_t resp_len) {
+int write_ex_cmd(const CmdChannel& ch, uint32_t command, const Cmd& cmd, Resp* resp, size_t resp_len,
+                 void* drv_out = nullptr, size_t drv_out_len = 0) {
+    if (drv_out_len > 256 || resp_len > sizeof(Resp))
+        return EINVAL;
+    int r = detail::invoke_write(ch, IB_USER_VERBS_CMD_FLAG_EXTENDED | command, &cmd, sizeof(Cmd), resp, resp_len,
+                                 nullptr, 0, drv_out, drv_out_len);
+    if (r >= 0)
+        return r;
+    alignas(8) unsigned char out[sizeof(Resp) + 256];
+    void* target = drv_out_len ? static_cast<void*>(out) : static_cast<void*>(resp);
     alignas(8) unsigned char msg[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_ex_cmd_hdr) + sizeof(Cmd)];
     ib_uverbs_cmd_hdr hdr{};
     hdr.command = IB_USER_VERBS_CMD_FLAG_EXTENDED | command;
     hdr.in_words = static_cast<uint16_t>(sizeof(Cmd) / 8);
     hdr.out_words = static_cast<uint16_t>(resp_len / 8);
     ib_uverbs_ex_cmd_hdr ex{};
-    ex.response = reinterpret_cast<uintptr_t>(resp);
+    ex.response = reinterpret_cast<uintptr_t>(target);
+    ex.provider_out_words = static_cast<uint16_t>(drv_out_len / 8);
     std::memcpy(msg, &hdr, sizeof(hdr));
     std::memcpy(msg + sizeof(hdr), &ex, sizeof(ex));
     std::memcpy(msg + sizeof(hdr) + sizeof(ex), &cmd, sizeof(Cmd));
-    ssize_t n = ::write(fd, msg, sizeof(msg));
+    ssize_t n = ::write(ch.fd, msg, sizeof(msg));
     if (n != static_cast<ssize_t>(sizeof(msg)))
         return n < 0 ? errno : EIO;
+    if (drv_out_len) {
+        std::memcpy(resp, out, resp_len);
+        std::memcpy(drv_out, out + resp_len, drv_out_len);
+    }
     return 0;
 }
 

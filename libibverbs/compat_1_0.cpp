@@ -5,6 +5,7 @@
 //
 // The 1.0 struct layouts below are that ABI and must not change.
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 
 #include <cstdlib>
 #include <new>
@@ -256,10 +257,10 @@ int post_recv_1_0(ibv_qp_1_0* qp, ibv_recv_wr_1_0* wr, ibv_recv_wr_1_0** bad_wr)
 
 int post_srq_recv_1_0(ibv_srq_1_0* srq, ibv_recv_wr_1_0* wr, ibv_recv_wr_1_0** bad_wr) {
     ibv_context* real = srq->context->real_context;
-    return post_batched<ibv_recv_wr_1_0, ibv_recv_wr>(
-        wr, bad_wr, convert_recv, [real, srq](ibv_recv_wr* first, ibv_recv_wr** bad) {
-            return real->ops.post_srq_recv(srq->real_srq, first, bad);
-        });
+    return post_batched<ibv_recv_wr_1_0, ibv_recv_wr>(wr, bad_wr, convert_recv,
+                                                      [real, srq](ibv_recv_wr* first, ibv_recv_wr** bad) {
+                                                          return real->ops.post_srq_recv(srq->real_srq, first, bad);
+                                                      });
 }
 
 template <class T>
@@ -293,12 +294,10 @@ int destroy_wrapped(T* w, F destroy_real) {
     return ret;
 }
 
-}  // namespace
-
-extern "C" {
+// Bodies of the longer entry points below (which add the C-entry barrier).
 
 // The 1.0 device list: a hidden slot before the array keeps the real list.
-RDMA_EXPORT ibv_device_1_0** ibv_get_device_list_1_0(int* num) {
+ibv_device_1_0** get_device_list(int* num) {
     int n = 0;
     ibv_device** real = ibv_get_device_list(&n);
     if (!real)
@@ -326,23 +325,8 @@ RDMA_EXPORT ibv_device_1_0** ibv_get_device_list_1_0(int* num) {
         *num = n;
     return list + 1;
 }
-RDMA_COMPAT_1_0(ibv_get_device_list_1_0, ibv_get_device_list);
 
-RDMA_EXPORT void ibv_free_device_list_1_0(ibv_device_1_0** list) {
-    for (ibv_device_1_0** p = list; *p; ++p)
-        free(*p);
-    ibv_free_device_list(reinterpret_cast<ibv_device**>(list[-1]));
-    free(list - 1);
-}
-RDMA_COMPAT_1_0(ibv_free_device_list_1_0, ibv_free_device_list);
-
-RDMA_EXPORT const char* ibv_get_device_name_1_0(ibv_device_1_0* d) { return ibv_get_device_name(d->real_device); }
-RDMA_COMPAT_1_0(ibv_get_device_name_1_0, ibv_get_device_name);
-
-RDMA_EXPORT __be64 ibv_get_device_guid_1_0(ibv_device_1_0* d) { return ibv_get_device_guid(d->real_device); }
-RDMA_COMPAT_1_0(ibv_get_device_guid_1_0, ibv_get_device_guid);
-
-RDMA_EXPORT ibv_context_1_0* ibv_open_device_1_0(ibv_device_1_0* device) {
+ibv_context_1_0* open_device(ibv_device_1_0* device) {
     auto* ctx = zalloc<ibv_context_1_0>();
     if (!ctx) {
         errno = ENOMEM;
@@ -364,191 +348,8 @@ RDMA_EXPORT ibv_context_1_0* ibv_open_device_1_0(ibv_device_1_0* device) {
     ctx->ops.post_srq_recv = post_srq_recv_1_0;
     return ctx;
 }
-RDMA_COMPAT_1_0(ibv_open_device_1_0, ibv_open_device);
 
-RDMA_EXPORT int ibv_close_device_1_0(ibv_context_1_0* ctx) {
-    return destroy_wrapped(ctx, [ctx] { return ibv_close_device(ctx->real_context); });
-}
-RDMA_COMPAT_1_0(ibv_close_device_1_0, ibv_close_device);
-
-// Events name the 1.0 wrappers, which the real objects carry as their
-// user context pointers.
-RDMA_EXPORT int ibv_get_async_event_1_0(ibv_context_1_0* ctx, ibv_async_event* ev) {
-    if (int ret = ibv_get_async_event(ctx->real_context, ev))
-        return ret;
-    switch (ev->event_type) {
-    case IBV_EVENT_CQ_ERR: ev->element.cq = static_cast<ibv_cq*>(ev->element.cq->cq_context); break;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED: ev->element.qp = static_cast<ibv_qp*>(ev->element.qp->qp_context); break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: ev->element.srq = static_cast<ibv_srq*>(ev->element.srq->srq_context); break;
-    default: break;
-    }
-    return 0;
-}
-RDMA_COMPAT_1_0(ibv_get_async_event_1_0, ibv_get_async_event);
-
-RDMA_EXPORT void ibv_ack_async_event_1_0(ibv_async_event* ev) {
-    ibv_async_event real = *ev;
-    switch (ev->event_type) {
-    case IBV_EVENT_CQ_ERR: real.element.cq = reinterpret_cast<ibv_cq_1_0*>(ev->element.cq)->real_cq; break;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED: real.element.qp = reinterpret_cast<ibv_qp_1_0*>(ev->element.qp)->real_qp; break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-        real.element.srq = reinterpret_cast<ibv_srq_1_0*>(ev->element.srq)->real_srq;
-        break;
-    default: break;
-    }
-    ibv_ack_async_event(&real);
-}
-RDMA_COMPAT_1_0(ibv_ack_async_event_1_0, ibv_ack_async_event);
-
-RDMA_EXPORT int ibv_query_device_1_0(ibv_context_1_0* ctx, ibv_device_attr* attr) {
-    return ibv_query_device(ctx->real_context, attr);
-}
-RDMA_COMPAT_1_0(ibv_query_device_1_0, ibv_query_device);
-
-RDMA_EXPORT int ibv_query_port_1_0(ibv_context_1_0* ctx, uint8_t port, ibv_port_attr* attr) {
-    return ibv_query_port(ctx->real_context, port, attr);
-}
-RDMA_COMPAT_1_0(ibv_query_port_1_0, ibv_query_port);
-
-RDMA_EXPORT int ibv_query_gid_1_0(ibv_context_1_0* ctx, uint8_t port, int index, ibv_gid* gid) {
-    return ibv_query_gid(ctx->real_context, port, index, gid);
-}
-RDMA_COMPAT_1_0(ibv_query_gid_1_0, ibv_query_gid);
-
-RDMA_EXPORT int ibv_query_pkey_1_0(ibv_context_1_0* ctx, uint8_t port, int index, __be16* pkey) {
-    return ibv_query_pkey(ctx->real_context, port, index, pkey);
-}
-RDMA_COMPAT_1_0(ibv_query_pkey_1_0, ibv_query_pkey);
-
-RDMA_EXPORT ibv_pd_1_0* ibv_alloc_pd_1_0(ibv_context_1_0* ctx) {
-    return wrap_new<ibv_pd_1_0>([ctx](ibv_pd_1_0* pd) {
-        pd->real_pd = ibv_alloc_pd(ctx->real_context);
-        if (pd->real_pd) {
-            pd->context = ctx;
-            pd->handle = pd->real_pd->handle;
-        }
-        return pd->real_pd;
-    });
-}
-RDMA_COMPAT_1_0(ibv_alloc_pd_1_0, ibv_alloc_pd);
-
-RDMA_EXPORT int ibv_dealloc_pd_1_0(ibv_pd_1_0* pd) {
-    return destroy_wrapped(pd, [pd] { return ibv_dealloc_pd(pd->real_pd); });
-}
-RDMA_COMPAT_1_0(ibv_dealloc_pd_1_0, ibv_dealloc_pd);
-
-RDMA_EXPORT ibv_mr_1_0* ibv_reg_mr_1_0(ibv_pd_1_0* pd, void* addr, size_t length, int access) {
-    return wrap_new<ibv_mr_1_0>([=](ibv_mr_1_0* mr) {
-        mr->real_mr = (ibv_reg_mr)(pd->real_pd, addr, length, access);
-        if (mr->real_mr) {
-            mr->context = pd->context;
-            mr->pd = pd;
-            mr->handle = mr->real_mr->handle;
-            mr->lkey = mr->real_mr->lkey;
-            mr->rkey = mr->real_mr->rkey;
-        }
-        return mr->real_mr;
-    });
-}
-RDMA_COMPAT_1_0(ibv_reg_mr_1_0, ibv_reg_mr);
-
-RDMA_EXPORT int ibv_dereg_mr_1_0(ibv_mr_1_0* mr) {
-    return destroy_wrapped(mr, [mr] { return ibv_dereg_mr(mr->real_mr); });
-}
-RDMA_COMPAT_1_0(ibv_dereg_mr_1_0, ibv_dereg_mr);
-
-RDMA_EXPORT ibv_cq_1_0* ibv_create_cq_1_0(ibv_context_1_0* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
-                                          int comp_vector) {
-    return wrap_new<ibv_cq_1_0>([=](ibv_cq_1_0* cq) {
-        cq->real_cq = ibv_create_cq(ctx->real_context, cqe, cq_context, channel, comp_vector);
-        if (cq->real_cq) {
-            cq->context = ctx;
-            cq->cq_context = cq_context;
-            cq->cqe = cq->real_cq->cqe;
-            cq->handle = cq->real_cq->handle;
-            cq->real_cq->cq_context = cq;  // events find the wrapper
-        }
-        return cq->real_cq;
-    });
-}
-RDMA_COMPAT_1_0(ibv_create_cq_1_0, ibv_create_cq);
-
-RDMA_EXPORT int ibv_resize_cq_1_0(ibv_cq_1_0* cq, int cqe) {
-    int ret = ibv_resize_cq(cq->real_cq, cqe);
-    if (ret == 0)
-        cq->cqe = cq->real_cq->cqe;
-    return ret;
-}
-RDMA_COMPAT_1_0(ibv_resize_cq_1_0, ibv_resize_cq);
-
-RDMA_EXPORT int ibv_destroy_cq_1_0(ibv_cq_1_0* cq) {
-    return destroy_wrapped(cq, [cq] { return ibv_destroy_cq(cq->real_cq); });
-}
-RDMA_COMPAT_1_0(ibv_destroy_cq_1_0, ibv_destroy_cq);
-
-RDMA_EXPORT int ibv_get_cq_event_1_0(ibv_comp_channel* channel, ibv_cq_1_0** cq, void** cq_context) {
-    ibv_cq* real = nullptr;
-    void* wrapper = nullptr;
-    if (int ret = ibv_get_cq_event(channel, &real, &wrapper))
-        return ret;
-    *cq = static_cast<ibv_cq_1_0*>(wrapper);
-    *cq_context = (*cq)->cq_context;
-    return 0;
-}
-RDMA_COMPAT_1_0(ibv_get_cq_event_1_0, ibv_get_cq_event);
-
-RDMA_EXPORT void ibv_ack_cq_events_1_0(ibv_cq_1_0* cq, unsigned int nevents) {
-    ibv_ack_cq_events(cq->real_cq, nevents);
-}
-RDMA_COMPAT_1_0(ibv_ack_cq_events_1_0, ibv_ack_cq_events);
-
-RDMA_EXPORT ibv_srq_1_0* ibv_create_srq_1_0(ibv_pd_1_0* pd, ibv_srq_init_attr* attr) {
-    return wrap_new<ibv_srq_1_0>([=](ibv_srq_1_0* srq) {
-        srq->real_srq = ibv_create_srq(pd->real_pd, attr);
-        if (srq->real_srq) {
-            srq->context = pd->context;
-            srq->srq_context = attr->srq_context;
-            srq->pd = pd;
-            srq->handle = srq->real_srq->handle;
-            srq->real_srq->srq_context = srq;  // events find the wrapper
-        }
-        return srq->real_srq;
-    });
-}
-RDMA_COMPAT_1_0(ibv_create_srq_1_0, ibv_create_srq);
-
-RDMA_EXPORT int ibv_modify_srq_1_0(ibv_srq_1_0* srq, ibv_srq_attr* attr, int mask) {
-    return ibv_modify_srq(srq->real_srq, attr, mask);
-}
-RDMA_COMPAT_1_0(ibv_modify_srq_1_0, ibv_modify_srq);
-
-RDMA_EXPORT int ibv_query_srq_1_0(ibv_srq_1_0* srq, ibv_srq_attr* attr) {
-    return ibv_query_srq(srq->real_srq, attr);
-}
-RDMA_COMPAT_1_0(ibv_query_srq_1_0, ibv_query_srq);
-
-RDMA_EXPORT int ibv_destroy_srq_1_0(ibv_srq_1_0* srq) {
-    return destroy_wrapped(srq, [srq] { return ibv_destroy_srq(srq->real_srq); });
-}
-RDMA_COMPAT_1_0(ibv_destroy_srq_1_0, ibv_destroy_srq);
-
-RDMA_EXPORT ibv_qp_1_0* ibv_create_qp_1_0(ibv_pd_1_0* pd, ibv_qp_init_attr_1_0* attr) {
+ibv_qp_1_0* create_qp(ibv_pd_1_0* pd, ibv_qp_init_attr_1_0* attr) {
     auto* qp = zalloc<ibv_qp_1_0>();
     if (!qp) {
         errno = ENOMEM;
@@ -580,9 +381,8 @@ RDMA_EXPORT ibv_qp_1_0* ibv_create_qp_1_0(ibv_pd_1_0* pd, ibv_qp_init_attr_1_0* 
     attr->cap = real.cap;
     return qp;
 }
-RDMA_COMPAT_1_0(ibv_create_qp_1_0, ibv_create_qp);
 
-RDMA_EXPORT int ibv_query_qp_1_0(ibv_qp_1_0* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr_1_0* init) {
+int query_qp(ibv_qp_1_0* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr_1_0* init) {
     ibv_qp_init_attr real{};
     if (int ret = ibv_query_qp(qp->real_qp, attr, mask, &real))
         return ret;
@@ -595,46 +395,290 @@ RDMA_EXPORT int ibv_query_qp_1_0(ibv_qp_1_0* qp, ibv_qp_attr* attr, int mask, ib
     init->sq_sig_all = real.sq_sig_all;
     return 0;
 }
+
+}  // namespace
+
+extern "C" {
+
+RDMA_EXPORT ibv_device_1_0** ibv_get_device_list_1_0(int* num) {
+    return rdma::entry_null([&] { return get_device_list(num); });
+}
+RDMA_COMPAT_1_0(ibv_get_device_list_1_0, ibv_get_device_list);
+
+RDMA_EXPORT void ibv_free_device_list_1_0(ibv_device_1_0** list) {
+    rdma::entry_void([&] {
+        for (ibv_device_1_0** p = list; *p; ++p)
+            free(*p);
+        ibv_free_device_list(reinterpret_cast<ibv_device**>(list[-1]));
+        free(list - 1);
+    });
+}
+RDMA_COMPAT_1_0(ibv_free_device_list_1_0, ibv_free_device_list);
+
+// A plain read through the wrapper: noexcept.
+RDMA_EXPORT const char* ibv_get_device_name_1_0(ibv_device_1_0* d) noexcept {
+    return ibv_get_device_name(d->real_device);
+}
+RDMA_COMPAT_1_0(ibv_get_device_name_1_0, ibv_get_device_name);
+
+RDMA_EXPORT __be64 ibv_get_device_guid_1_0(ibv_device_1_0* d) {
+    return rdma::entry_value(__be64{0}, [&] { return ibv_get_device_guid(d->real_device); });
+}
+RDMA_COMPAT_1_0(ibv_get_device_guid_1_0, ibv_get_device_guid);
+
+RDMA_EXPORT ibv_context_1_0* ibv_open_device_1_0(ibv_device_1_0* device) {
+    return rdma::entry_null([&] { return open_device(device); });
+}
+RDMA_COMPAT_1_0(ibv_open_device_1_0, ibv_open_device);
+
+RDMA_EXPORT int ibv_close_device_1_0(ibv_context_1_0* ctx) {
+    return rdma::entry_errno(
+        [&] { return destroy_wrapped(ctx, [ctx] { return ibv_close_device(ctx->real_context); }); });
+}
+RDMA_COMPAT_1_0(ibv_close_device_1_0, ibv_close_device);
+
+// Events name the 1.0 wrappers, which the real objects carry as their
+// user context pointers. The event calls stay outside the barrier, as
+// their 1.1 versions do (events.cpp, verbs.cpp): they cannot throw, and
+// the reads they block in must let a cancellation's forced unwind pass.
+// The acknowledgements are pointer swaps and pthread calls: noexcept.
+RDMA_EXPORT int ibv_get_async_event_1_0(ibv_context_1_0* ctx, ibv_async_event* ev) {
+    if (int ret = ibv_get_async_event(ctx->real_context, ev))
+        return ret;
+    switch (ev->event_type) {
+    case IBV_EVENT_CQ_ERR: ev->element.cq = static_cast<ibv_cq*>(ev->element.cq->cq_context); break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: ev->element.qp = static_cast<ibv_qp*>(ev->element.qp->qp_context); break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: ev->element.srq = static_cast<ibv_srq*>(ev->element.srq->srq_context); break;
+    default: break;
+    }
+    return 0;
+}
+RDMA_COMPAT_1_0(ibv_get_async_event_1_0, ibv_get_async_event);
+
+RDMA_EXPORT void ibv_ack_async_event_1_0(ibv_async_event* ev) noexcept {
+    ibv_async_event real = *ev;
+    switch (ev->event_type) {
+    case IBV_EVENT_CQ_ERR: real.element.cq = reinterpret_cast<ibv_cq_1_0*>(ev->element.cq)->real_cq; break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: real.element.qp = reinterpret_cast<ibv_qp_1_0*>(ev->element.qp)->real_qp; break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+        real.element.srq = reinterpret_cast<ibv_srq_1_0*>(ev->element.srq)->real_srq;
+        break;
+    default: break;
+    }
+    ibv_ack_async_event(&real);
+}
+RDMA_COMPAT_1_0(ibv_ack_async_event_1_0, ibv_ack_async_event);
+
+RDMA_EXPORT int ibv_query_device_1_0(ibv_context_1_0* ctx, ibv_device_attr* attr) {
+    return rdma::entry_errno([&] { return ibv_query_device(ctx->real_context, attr); });
+}
+RDMA_COMPAT_1_0(ibv_query_device_1_0, ibv_query_device);
+
+RDMA_EXPORT int ibv_query_port_1_0(ibv_context_1_0* ctx, uint8_t port, ibv_port_attr* attr) {
+    return rdma::entry_errno([&] { return ibv_query_port(ctx->real_context, port, attr); });
+}
+RDMA_COMPAT_1_0(ibv_query_port_1_0, ibv_query_port);
+
+RDMA_EXPORT int ibv_query_gid_1_0(ibv_context_1_0* ctx, uint8_t port, int index, ibv_gid* gid) {
+    return rdma::entry_minus_one([&] { return ibv_query_gid(ctx->real_context, port, index, gid); });
+}
+RDMA_COMPAT_1_0(ibv_query_gid_1_0, ibv_query_gid);
+
+RDMA_EXPORT int ibv_query_pkey_1_0(ibv_context_1_0* ctx, uint8_t port, int index, __be16* pkey) {
+    return rdma::entry_minus_one([&] { return ibv_query_pkey(ctx->real_context, port, index, pkey); });
+}
+RDMA_COMPAT_1_0(ibv_query_pkey_1_0, ibv_query_pkey);
+
+RDMA_EXPORT ibv_pd_1_0* ibv_alloc_pd_1_0(ibv_context_1_0* ctx) {
+    return rdma::entry_null([&] {
+        return wrap_new<ibv_pd_1_0>([ctx](ibv_pd_1_0* pd) {
+            pd->real_pd = ibv_alloc_pd(ctx->real_context);
+            if (pd->real_pd) {
+                pd->context = ctx;
+                pd->handle = pd->real_pd->handle;
+            }
+            return pd->real_pd;
+        });
+    });
+}
+RDMA_COMPAT_1_0(ibv_alloc_pd_1_0, ibv_alloc_pd);
+
+RDMA_EXPORT int ibv_dealloc_pd_1_0(ibv_pd_1_0* pd) {
+    return rdma::entry_errno([&] { return destroy_wrapped(pd, [pd] { return ibv_dealloc_pd(pd->real_pd); }); });
+}
+RDMA_COMPAT_1_0(ibv_dealloc_pd_1_0, ibv_dealloc_pd);
+
+RDMA_EXPORT ibv_mr_1_0* ibv_reg_mr_1_0(ibv_pd_1_0* pd, void* addr, size_t length, int access) {
+    return rdma::entry_null([&] {
+        return wrap_new<ibv_mr_1_0>([=](ibv_mr_1_0* mr) {
+            mr->real_mr = (ibv_reg_mr)(pd->real_pd, addr, length, access);
+            if (mr->real_mr) {
+                mr->context = pd->context;
+                mr->pd = pd;
+                mr->handle = mr->real_mr->handle;
+                mr->lkey = mr->real_mr->lkey;
+                mr->rkey = mr->real_mr->rkey;
+            }
+            return mr->real_mr;
+        });
+    });
+}
+RDMA_COMPAT_1_0(ibv_reg_mr_1_0, ibv_reg_mr);
+
+RDMA_EXPORT int ibv_dereg_mr_1_0(ibv_mr_1_0* mr) {
+    return rdma::entry_errno([&] { return destroy_wrapped(mr, [mr] { return ibv_dereg_mr(mr->real_mr); }); });
+}
+RDMA_COMPAT_1_0(ibv_dereg_mr_1_0, ibv_dereg_mr);
+
+RDMA_EXPORT ibv_cq_1_0* ibv_create_cq_1_0(ibv_context_1_0* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
+                                          int comp_vector) {
+    return rdma::entry_null([&] {
+        return wrap_new<ibv_cq_1_0>([=](ibv_cq_1_0* cq) {
+            cq->real_cq = ibv_create_cq(ctx->real_context, cqe, cq_context, channel, comp_vector);
+            if (cq->real_cq) {
+                cq->context = ctx;
+                cq->cq_context = cq_context;
+                cq->cqe = cq->real_cq->cqe;
+                cq->handle = cq->real_cq->handle;
+                cq->real_cq->cq_context = cq;  // events find the wrapper
+            }
+            return cq->real_cq;
+        });
+    });
+}
+RDMA_COMPAT_1_0(ibv_create_cq_1_0, ibv_create_cq);
+
+RDMA_EXPORT int ibv_resize_cq_1_0(ibv_cq_1_0* cq, int cqe) {
+    return rdma::entry_errno([&] {
+        int ret = ibv_resize_cq(cq->real_cq, cqe);
+        if (ret == 0)
+            cq->cqe = cq->real_cq->cqe;
+        return ret;
+    });
+}
+RDMA_COMPAT_1_0(ibv_resize_cq_1_0, ibv_resize_cq);
+
+RDMA_EXPORT int ibv_destroy_cq_1_0(ibv_cq_1_0* cq) {
+    return rdma::entry_errno([&] { return destroy_wrapped(cq, [cq] { return ibv_destroy_cq(cq->real_cq); }); });
+}
+RDMA_COMPAT_1_0(ibv_destroy_cq_1_0, ibv_destroy_cq);
+
+RDMA_EXPORT int ibv_get_cq_event_1_0(ibv_comp_channel* channel, ibv_cq_1_0** cq, void** cq_context) {
+    ibv_cq* real = nullptr;
+    void* wrapper = nullptr;
+    if (int ret = ibv_get_cq_event(channel, &real, &wrapper))
+        return ret;
+    *cq = static_cast<ibv_cq_1_0*>(wrapper);
+    *cq_context = (*cq)->cq_context;
+    return 0;
+}
+RDMA_COMPAT_1_0(ibv_get_cq_event_1_0, ibv_get_cq_event);
+
+RDMA_EXPORT void ibv_ack_cq_events_1_0(ibv_cq_1_0* cq, unsigned int nevents) noexcept {
+    ibv_ack_cq_events(cq->real_cq, nevents);
+}
+RDMA_COMPAT_1_0(ibv_ack_cq_events_1_0, ibv_ack_cq_events);
+
+RDMA_EXPORT ibv_srq_1_0* ibv_create_srq_1_0(ibv_pd_1_0* pd, ibv_srq_init_attr* attr) {
+    return rdma::entry_null([&] {
+        return wrap_new<ibv_srq_1_0>([=](ibv_srq_1_0* srq) {
+            srq->real_srq = ibv_create_srq(pd->real_pd, attr);
+            if (srq->real_srq) {
+                srq->context = pd->context;
+                srq->srq_context = attr->srq_context;
+                srq->pd = pd;
+                srq->handle = srq->real_srq->handle;
+                srq->real_srq->srq_context = srq;  // events find the wrapper
+            }
+            return srq->real_srq;
+        });
+    });
+}
+RDMA_COMPAT_1_0(ibv_create_srq_1_0, ibv_create_srq);
+
+RDMA_EXPORT int ibv_modify_srq_1_0(ibv_srq_1_0* srq, ibv_srq_attr* attr, int mask) {
+    return rdma::entry_errno([&] { return ibv_modify_srq(srq->real_srq, attr, mask); });
+}
+RDMA_COMPAT_1_0(ibv_modify_srq_1_0, ibv_modify_srq);
+
+RDMA_EXPORT int ibv_query_srq_1_0(ibv_srq_1_0* srq, ibv_srq_attr* attr) {
+    return rdma::entry_errno([&] { return ibv_query_srq(srq->real_srq, attr); });
+}
+RDMA_COMPAT_1_0(ibv_query_srq_1_0, ibv_query_srq);
+
+RDMA_EXPORT int ibv_destroy_srq_1_0(ibv_srq_1_0* srq) {
+    return rdma::entry_errno([&] { return destroy_wrapped(srq, [srq] { return ibv_destroy_srq(srq->real_srq); }); });
+}
+RDMA_COMPAT_1_0(ibv_destroy_srq_1_0, ibv_destroy_srq);
+
+RDMA_EXPORT ibv_qp_1_0* ibv_create_qp_1_0(ibv_pd_1_0* pd, ibv_qp_init_attr_1_0* attr) {
+    return rdma::entry_null([&] { return create_qp(pd, attr); });
+}
+RDMA_COMPAT_1_0(ibv_create_qp_1_0, ibv_create_qp);
+
+RDMA_EXPORT int ibv_query_qp_1_0(ibv_qp_1_0* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr_1_0* init) {
+    return rdma::entry_errno([&] { return query_qp(qp, attr, mask, init); });
+}
 RDMA_COMPAT_1_0(ibv_query_qp_1_0, ibv_query_qp);
 
 RDMA_EXPORT int ibv_modify_qp_1_0(ibv_qp_1_0* qp, ibv_qp_attr* attr, int mask) {
-    int ret = ibv_modify_qp(qp->real_qp, attr, mask);
-    if (ret == 0 && (mask & IBV_QP_STATE))
-        qp->state = attr->qp_state;
-    return ret;
+    return rdma::entry_errno([&] {
+        int ret = ibv_modify_qp(qp->real_qp, attr, mask);
+        if (ret == 0 && (mask & IBV_QP_STATE))
+            qp->state = attr->qp_state;
+        return ret;
+    });
 }
 RDMA_COMPAT_1_0(ibv_modify_qp_1_0, ibv_modify_qp);
 
 RDMA_EXPORT int ibv_destroy_qp_1_0(ibv_qp_1_0* qp) {
-    return destroy_wrapped(qp, [qp] { return ibv_destroy_qp(qp->real_qp); });
+    return rdma::entry_errno([&] { return destroy_wrapped(qp, [qp] { return ibv_destroy_qp(qp->real_qp); }); });
 }
 RDMA_COMPAT_1_0(ibv_destroy_qp_1_0, ibv_destroy_qp);
 
 RDMA_EXPORT ibv_ah_1_0* ibv_create_ah_1_0(ibv_pd_1_0* pd, ibv_ah_attr* attr) {
-    return wrap_new<ibv_ah_1_0>([=](ibv_ah_1_0* ah) {
-        ah->real_ah = ibv_create_ah(pd->real_pd, attr);
-        if (ah->real_ah) {
-            ah->context = pd->context;
-            ah->pd = pd;
-            ah->handle = ah->real_ah->handle;
-        }
-        return ah->real_ah;
+    return rdma::entry_null([&] {
+        return wrap_new<ibv_ah_1_0>([=](ibv_ah_1_0* ah) {
+            ah->real_ah = ibv_create_ah(pd->real_pd, attr);
+            if (ah->real_ah) {
+                ah->context = pd->context;
+                ah->pd = pd;
+                ah->handle = ah->real_ah->handle;
+            }
+            return ah->real_ah;
+        });
     });
 }
 RDMA_COMPAT_1_0(ibv_create_ah_1_0, ibv_create_ah);
 
 RDMA_EXPORT int ibv_destroy_ah_1_0(ibv_ah_1_0* ah) {
-    return destroy_wrapped(ah, [ah] { return ibv_destroy_ah(ah->real_ah); });
+    return rdma::entry_errno([&] { return destroy_wrapped(ah, [ah] { return ibv_destroy_ah(ah->real_ah); }); });
 }
 RDMA_COMPAT_1_0(ibv_destroy_ah_1_0, ibv_destroy_ah);
 
 RDMA_EXPORT int ibv_attach_mcast_1_0(ibv_qp_1_0* qp, ibv_gid* gid, uint16_t lid) {
-    return ibv_attach_mcast(qp->real_qp, gid, lid);
+    return rdma::entry_errno([&] { return ibv_attach_mcast(qp->real_qp, gid, lid); });
 }
 RDMA_COMPAT_1_0(ibv_attach_mcast_1_0, ibv_attach_mcast);
 
 RDMA_EXPORT int ibv_detach_mcast_1_0(ibv_qp_1_0* qp, ibv_gid* gid, uint16_t lid) {
-    return ibv_detach_mcast(qp->real_qp, gid, lid);
+    return rdma::entry_errno([&] { return ibv_detach_mcast(qp->real_qp, gid, lid); });
 }
 RDMA_COMPAT_1_0(ibv_detach_mcast_1_0, ibv_detach_mcast);
 

@@ -1,16 +1,22 @@
 // Device list, device and context objects, and the entry points that open,
 // close and name devices.
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 #include "util/file_io.h"
+#include "util/unique_fd.h"
 
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <endian.h>
+#include <memory>
 #include <mutex>
 
 namespace rdma::verbs {
@@ -62,7 +68,7 @@ void drop(Device* d) {
 
 bool same_device(const SysfsDevice& a, const SysfsDevice& b) {
     return a.sysfs_name == b.sysfs_name && a.ibdev_name == b.ibdev_name &&
-           a.time_created.tv_sec == b.time_created.tv_sec && a.time_created.tv_nsec == b.time_created.tv_nsec;
+        a.time_created.tv_sec == b.time_created.tv_sec && a.time_created.tv_nsec == b.time_created.tv_nsec;
 }
 
 const MatchEntry* match(const Provider& p, const SysfsDevice& d) {
@@ -116,6 +122,9 @@ Device* try_providers(const SysfsDevice& d) {
 }
 
 // Bring g_devices in line with the kernel. Caller holds g_list_mutex.
+// The new list is built aside and replaces g_devices only once nothing
+// can fail any more: an allocation failing half way (std::bad_alloc)
+// leaves g_devices as it was and drops the devices made so far.
 int refresh_locked() {
     if (!g_initialized) {
         if (getenv("RDMAV_FORK_SAFE") || getenv("IBV_FORK_SAFE"))
@@ -127,24 +136,135 @@ int refresh_locked() {
     if (int e = discover_devices(found))
         return e;
     std::vector<Device*> next;
-    for (SysfsDevice& s : found) {
-        Device* keep = nullptr;
-        for (Device*& old : g_devices)
-            if (old && same_device(old->sysfs(), s)) {
-                keep = old;
-                old = nullptr;
-                break;
-            }
-        if (!keep)
-            keep = try_providers(s);
-        if (keep)
-            next.push_back(keep);
+    next.reserve(found.size());  // push_back below cannot throw
+    std::vector<bool> kept(g_devices.size(), false);
+    try {
+        for (const SysfsDevice& s : found) {
+            Device* dev = nullptr;
+            for (size_t i = 0; i < g_devices.size() && !dev; ++i)
+                if (!kept[i] && same_device(g_devices[i]->sysfs(), s)) {
+                    kept[i] = true;
+                    dev = g_devices[i];
+                }
+            if (!dev)
+                dev = try_providers(s);
+            if (dev)
+                next.push_back(dev);
+        }
+    } catch (...) {
+        for (Device* d : next)
+            if (std::find(g_devices.begin(), g_devices.end(), d) == g_devices.end())
+                drop(d);
+        throw;
     }
-    for (Device* gone : g_devices)
-        if (gone)
-            drop(gone);
-    g_devices = std::move(next);
+    for (size_t i = 0; i < g_devices.size(); ++i)
+        if (!kept[i])
+            drop(g_devices[i]);
+    g_devices.swap(next);
     return 0;
+}
+
+ibv_device** get_device_list(int* num_devices) {
+    const int saved_errno = errno;  // a success leaves errno as it was
+    if (num_devices)
+        *num_devices = 0;
+    std::lock_guard lock(g_list_mutex);
+    if (int e = refresh_locked()) {
+        errno = e;
+        return nullptr;
+    }
+    auto** list = static_cast<ibv_device**>(calloc(g_devices.size() + 1, sizeof(ibv_device*)));
+    if (!list) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    size_t n = 0;
+    for (Device* d : g_devices) {
+        d->get();
+        list[n++] = d->ibv();
+    }
+    if (num_devices)
+        *num_devices = static_cast<int>(n);
+    errno = saved_errno;
+    return list;
+}
+
+// Gives back a list's references and the list.
+void free_device_list(ibv_device** list) {
+    std::lock_guard lock(g_list_mutex);
+    for (ibv_device** p = list; *p; ++p)
+        drop(Device::from(*p));
+    free(list);
+}
+
+// The uverbs char device's number: from netlink when discovery used it,
+// else the "MAJOR:MINOR" of the uverbs sysfs directory's dev file; 0 when
+// neither is known (such a device matches no fd).
+dev_t uverbs_cdev(const SysfsDevice& s) {
+    if (s.cdev)
+        return s.cdev;
+    unsigned int major = 0, minor = 0;
+    if (auto v = read_sysfs_attr(s.sysfs_path + "/dev"))
+        if (std::sscanf(v.value().c_str(), "%u:%u", &major, &minor) == 2)
+            return makedev(major, minor);
+    return 0;
+}
+
+// The device whose char device cmd_fd is open on, as the reference finds
+// it: EINVAL for an fd that is no char device, ENODEV when no device of
+// the list has its number; then the provider's import_context (EOPNOTSUPP
+// by default), whose errno stands.
+ibv_context* import_device(int cmd_fd) {
+    struct stat st;
+    if (fstat(cmd_fd, &st) != 0 || !S_ISCHR(st.st_mode)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    ibv_device** list = get_device_list(nullptr);
+    if (!list) {
+        errno = ENODEV;
+        return nullptr;
+    }
+    // The list's references go back whatever happens; a context keeps its
+    // own reference on its device.
+    std::unique_ptr<ibv_device*, void (*)(ibv_device**)> hold(list, free_device_list);
+    Device* found = nullptr;
+    for (ibv_device** p = list; *p && !found; ++p)
+        if (uverbs_cdev(Device::from(*p)->sysfs()) == st.st_rdev)
+            found = Device::from(*p);
+    if (!found) {
+        errno = ENODEV;
+        return nullptr;
+    }
+    const int saved_errno = errno;
+    Context* ctx = found->import_context(cmd_fd);
+    if (!ctx) {
+        if (!errno)
+            errno = EIO;
+        return nullptr;
+    }
+    errno = saved_errno;
+    return ctx->ibv();
+}
+
+ibv_context* open_device(ibv_device* device) {
+    const int saved_errno = errno;
+    Device* d = Device::from(device);
+    const std::string path = "/dev/infiniband/" + d->sysfs().sysfs_name;
+    // The fd is ours to close until a context owns it, also when the
+    // provider throws (the barrier then reports the exception's errno).
+    rdma::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+    if (!fd)
+        return nullptr;
+    Context* ctx = d->open_context(fd.get(), nullptr);
+    if (!ctx) {
+        if (!errno)
+            errno = EIO;
+        return nullptr;
+    }
+    fd.release();
+    errno = saved_errno;
+    return ctx->ibv();
 }
 
 }  // namespace
@@ -179,6 +299,11 @@ Context::~Context() {
         delete &device_;
 }
 
+Context* Device::import_context(int) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+}
+
 Context* Context::from(ibv_context* c) {
     auto* v = reinterpret_cast<verbs_context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
     return reinterpret_cast<Wrap*>(v)->self;
@@ -198,88 +323,53 @@ using namespace rdma::verbs;
 extern "C" {
 
 RDMA_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
-    const int saved_errno = errno;  // a success leaves errno as it was
-    if (num_devices)
-        *num_devices = 0;
-    std::lock_guard lock(g_list_mutex);
-    if (int e = refresh_locked()) {
-        errno = e;
-        return nullptr;
-    }
-    auto** list = static_cast<ibv_device**>(calloc(g_devices.size() + 1, sizeof(ibv_device*)));
-    if (!list) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    size_t n = 0;
-    for (Device* d : g_devices) {
-        d->get();
-        list[n++] = d->ibv();
-    }
-    if (num_devices)
-        *num_devices = static_cast<int>(n);
-    errno = saved_errno;
-    return list;
+    return rdma::entry_null([&] { return get_device_list(num_devices); });
 }
 
 RDMA_EXPORT void ibv_free_device_list(ibv_device** list) {
-    if (!list)
-        return;
-    std::lock_guard lock(g_list_mutex);
-    for (ibv_device** p = list; *p; ++p)
-        drop(Device::from(*p));
-    free(list);
+    rdma::entry_void([&] {
+        if (list)
+            free_device_list(list);
+    });
 }
 
-RDMA_EXPORT const char* ibv_get_device_name(ibv_device* device) {
-    return device ? device->name : nullptr;
-}
-
-RDMA_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
-    Device* d = Device::from(device);
-    uint64_t guid = 0;
-    if (auto g = rdma::read_sysfs_attr(d->sysfs().ibdev_path + "/node_guid")) {
-        if (auto v = rdma::parse_guid(g.value()))
-            guid = *v;
-    } else if (d->sysfs().have_node_guid) {
-        guid = d->sysfs().node_guid;
-    }
-    return htobe64(guid);
-}
+// Plain reads of the device object: they cannot throw. (noexcept cannot
+// be spelled: verbs.h declares them without it.)
+RDMA_EXPORT const char* ibv_get_device_name(ibv_device* device) { return device ? device->name : nullptr; }
 
 RDMA_EXPORT int ibv_get_device_index(ibv_device* device) {
     const SysfsDevice& s = Device::from(device)->sysfs();
     return s.ibdev_index == UINT32_MAX ? -1 : static_cast<int>(s.ibdev_index);
 }
 
+// 0 is the man page's answer for "no GUID", so also when reading fails.
+RDMA_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
+    return rdma::entry_value(__be64{0}, [&] {
+        Device* d = Device::from(device);
+        uint64_t guid = 0;
+        if (auto g = rdma::read_sysfs_attr(d->sysfs().ibdev_path + "/node_guid")) {
+            if (auto v = rdma::parse_guid(g.value()))
+                guid = *v;
+        } else if (d->sysfs().have_node_guid) {
+            guid = d->sysfs().node_guid;
+        }
+        return static_cast<__be64>(htobe64(guid));
+    });
+}
+
 RDMA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-    const int saved_errno = errno;
-    Device* d = Device::from(device);
-    const std::string path = "/dev/infiniband/" + d->sysfs().sysfs_name;
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return nullptr;
-    Context* ctx = nullptr;
-    try {
-        ctx = d->open_context(fd, nullptr);
-    } catch (const std::bad_alloc&) {
-        errno = ENOMEM;
-    } catch (...) {
-        errno = EIO;
-    }
-    if (!ctx) {
-        int e = errno ? errno : EIO;
-        ::close(fd);
-        errno = e;
-        return nullptr;
-    }
-    errno = saved_errno;
-    return ctx->ibv();
+    return rdma::entry_null([&] { return open_device(device); });
+}
+
+RDMA_EXPORT ibv_context* ibv_import_device(int cmd_fd) {
+    return rdma::entry_null([&] { return import_device(cmd_fd); });
 }
 
 RDMA_EXPORT int ibv_close_device(ibv_context* context) {
-    delete Context::from(context);
-    return 0;
+    return rdma::entry_errno([&] {
+        delete Context::from(context);
+        return 0;
+    });
 }
 
 }  // extern "C"

@@ -6,13 +6,18 @@
 // refused at dlopen time instead of misbehaving.
 #pragma once
 
+#include "libibverbs/cmd_write.h"
+
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <sys/types.h>
@@ -27,14 +32,14 @@ namespace rdma::verbs {
 
 // What discovery learned about one uverbs device before any provider saw it.
 struct SysfsDevice {
-    std::string ibdev_name;   // "rxe0"
-    std::string sysfs_name;   // "uverbs0"
-    std::string sysfs_path;   // <sysfs>/class/infiniband_verbs/uverbs0
-    std::string ibdev_path;   // <sysfs>/class/infiniband/rxe0
-    std::string modalias;     // device/modalias, may be empty
+    std::string ibdev_name;  // "rxe0"
+    std::string sysfs_name;  // "uverbs0"
+    std::string sysfs_path;  // <sysfs>/class/infiniband_verbs/uverbs0
+    std::string ibdev_path;  // <sysfs>/class/infiniband/rxe0
+    std::string modalias;  // device/modalias, may be empty
     uint32_t ibdev_index = UINT32_MAX;  // kernel device index, if known
-    uint32_t driver_id = 0;   // RDMA_DRIVER_*, 0 (unknown) without netlink
-    uint64_t node_guid = 0;   // host order
+    uint32_t driver_id = 0;  // RDMA_DRIVER_*, 0 (unknown) without netlink
+    uint64_t node_guid = 0;  // host order
     bool have_node_guid = false;
     int abi_ver = 0;
     dev_t cdev = 0;
@@ -45,9 +50,9 @@ enum class MatchKind : uint8_t { Sentinel, DriverId, Modalias, Pci };
 
 struct MatchEntry {
     MatchKind kind;
-    uint32_t driver_id;      // DriverId
-    const char* modalias;    // Modalias (fnmatch pattern)
-    uint16_t vendor, device; // Pci
+    uint32_t driver_id;  // DriverId
+    const char* modalias;  // Modalias (fnmatch pattern)
+    uint16_t vendor, device;  // Pci
     const void* driver_data;
 };
 
@@ -76,8 +81,8 @@ struct VerbsCq {
 };
 
 struct VerbsQp {
-    ibv_qp_ex qp_ex;    // qp_ex.qp_base is the ibv_qp applications see
-    bool has_qp_ex;     // created with send ops: ibv_qp_to_qp_ex() answers
+    ibv_qp_ex qp_ex;  // qp_ex.qp_base is the ibv_qp applications see
+    bool has_qp_ex;  // created with send ops: ibv_qp_to_qp_ex() answers
     ibv_qp* qp() { return &qp_ex.qp_base; }
 };
 
@@ -151,6 +156,10 @@ public:
     // passes to the returned context; on failure, errno is set and the
     // caller closes the fd).
     virtual Context* open_context(int cmd_fd, void* private_data) = 0;
+    // A context over a command fd that another context (maybe of another
+    // process) set up: ibv_import_device. Same ownership rules. Default:
+    // not supported (EOPNOTSUPP), as for providers without object sharing.
+    virtual Context* import_context(int cmd_fd);
 
     ibv_device* ibv() { return &wrap_.dev; }
     static Device* from(ibv_device* d) { return reinterpret_cast<Wrap*>(d)->self; }
@@ -173,8 +182,11 @@ private:
 };
 
 // An open device context. verbs_context (and inside it ibv_context) is
-// embedded; every op libibverbs dispatches is a virtual here with a default
-// that answers EOPNOTSUPP, so a provider overrides only what it supports.
+// embedded; every op libibverbs dispatches is a virtual here, so a provider
+// overrides only what it supports. The defaults answer EOPNOTSUPP, except
+// those with a generic implementation: query_port (the kernel command),
+// attach/detach_mcast (the kernel commands), query_qp_data_in_order (0) and
+// async_event (nothing to do).
 // Data-path ops (post_send, poll_cq, ...) are plain C function pointers the
 // provider stores in ibv()->ops directly: no virtual call on the fast path.
 class RDMA_EXPORT Context {
@@ -192,6 +204,8 @@ public:
     uint32_t driver_id() const { return driver_id_; }
     uint64_t core_support() const { return core_support_; }
     static Context* from(ibv_context* c);
+    // Where this context's write-ABI commands go (see cmd_write.h).
+    CmdChannel cmd_channel() { return CmdChannel{cmd_fd(), driver_id_, &no_invoke_write_}; }
 
     // Run the kernel's GET_CONTEXT (ioctl, write fallback) with optional
     // driver data; fills async_fd and num_comp_vectors.
@@ -201,7 +215,8 @@ public:
     virtual int query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
 
     // Object control operations. Creators return nullptr with errno set;
-    // the others return 0 or a positive errno. Defaults: EOPNOTSUPP.
+    // the others return 0 or a positive errno. Defaults: EOPNOTSUPP
+    // (see the class comment for the exceptions).
     // libibverbs fills the public fields common to every provider (context,
     // pd, user context pointers, mutex/cond, event counters) in the cmd_*
     // helpers below, so a provider only allocates, calls the cmd_* helper
@@ -237,13 +252,48 @@ public:
     // Called for every async event before it reaches the application.
     virtual void async_event(ibv_async_event* event) {}
 
+    // Objects another context created, found by their kernel handle
+    // (ibv_import_pd/mr/dm; nullptr + errno, EOPNOTSUPP by default), and
+    // their release without destroying them.
+    virtual ibv_pd* import_pd(uint32_t pd_handle);
+    virtual void unimport_pd(ibv_pd* pd) {}
+    virtual ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle);
+    virtual void unimport_mr(ibv_mr* mr) {}
+    virtual ibv_dm* import_dm(uint32_t dm_handle);
+    virtual void unimport_dm(ibv_dm* dm) {}
+
+    // IBVERBS_1.15 to 1.18. Creators: nullptr + errno; dm_export_dmabuf_fd:
+    // an fd or -1 + errno; the others 0 or a positive errno. Defaults:
+    // EOPNOTSUPP. reg_mr_ex gets the attributes after the library's own
+    // checks (buffers resolved to an address or a dma-buf).
+    virtual int query_port_speed(uint32_t port_num, uint64_t* speed) { return EOPNOTSUPP; }
+    virtual ibv_mr* reg_mr_ex(ibv_pd* pd, ibv_mr_init_attr* attr);
+    virtual ibv_dmah* alloc_dmah(ibv_dmah_init_attr* attr);
+    virtual int dealloc_dmah(ibv_dmah* dmah) { return EOPNOTSUPP; }
+    virtual int dm_export_dmabuf_fd(ibv_dm* dm);
+    // A buffer of at least size bytes for MRs of pd; sets *buf (an ibv_buf
+    // the provider owns, see struct ibv_buf below) and returns its address.
+    virtual void* alloc_buf(ibv_pd* pd, size_t size, ibv_buf** buf);
+    virtual void free_buf(ibv_buf* buf) {}
+    virtual int query_comp_cntr_caps(ibv_comp_cntr_caps* caps, size_t caps_size) { return EOPNOTSUPP; }
+    virtual ibv_comp_cntr* create_comp_cntr(ibv_comp_cntr_init_attr* attr);
+    virtual int destroy_comp_cntr(ibv_comp_cntr* cntr) { return EOPNOTSUPP; }
+    // One kernel method sets or adds to either value of a counter: the
+    // completion count or the error count.
+    enum class CntrEntry : uint8_t { Comp, Err };
+    enum class CntrOp : uint8_t { Set, Inc };
+    virtual int modify_comp_cntr(ibv_comp_cntr* cntr, CntrEntry entry, CntrOp op, uint64_t value) { return EOPNOTSUPP; }
+    virtual int read_comp_cntr(ibv_comp_cntr* cntr, CntrEntry entry, uint64_t* value) { return EOPNOTSUPP; }
+    virtual int qp_attach_comp_cntr(ibv_qp* qp, ibv_comp_cntr* cntr, ibv_qp_attach_comp_cntr_attr* attr) {
+        return EOPNOTSUPP;
+    }
+
     // Kernel commands, for providers (0 or a positive errno).
     int cmd_alloc_pd(ibv_pd* pd, const Udata& u = {});
     int cmd_dealloc_pd(ibv_pd* pd);
     int cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access, VerbsMr* mr,
                    const Udata& u = {});
-    int cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access,
-                     const Udata& u = {});
+    int cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access, const Udata& u = {});
     int cmd_dereg_mr(VerbsMr* mr);
     int cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata& u = {});
     int cmd_dealloc_mw(ibv_mw* mw);
@@ -266,8 +316,10 @@ public:
     int cmd_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
 
     // Shared implementations providers call from their overrides.
+    // u.out/out_len: the driver's part of the extended response (sent only
+    // when attr_size asks for more than ibv_device_attr).
     int cmd_query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size,
-                            uint64_t* raw_fw_ver);
+                            uint64_t* raw_fw_ver, const Udata& u = {});
     int cmd_query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
 
 private:
@@ -278,10 +330,93 @@ private:
     Device& device_;
     uint32_t driver_id_ = 0;
     uint64_t core_support_ = 0;  // IB_UVERBS_CORE_SUPPORT_* from GET_CONTEXT
+    // The kernel showed it lacks INVOKE_WRITE / these ioctl methods
+    // (IoctlMethod bits): their commands go straight to the fallback.
+    std::atomic<bool> no_invoke_write_{false};
+    std::atomic<uint32_t> no_ioctl_{0};
+
+public:
+    // Native ioctl methods whose absence is remembered per context.
+    enum IoctlMethod : uint32_t {
+        kCqCreate = 1u << 0,
+        kCqDestroy = 1u << 1,
+        kQpCreate = 1u << 2,
+        kQpDestroy = 1u << 3,
+        kSrqCreate = 1u << 4,
+        kSrqDestroy = 1u << 5,
+        kPdDestroy = 1u << 6,
+        kMrDestroy = 1u << 7,
+    };
+    bool ioctl_missing(IoctlMethod m) const { return no_ioctl_.load(std::memory_order_relaxed) & m; }
+    // After an ioctl: true (and remembered) when the kernel lacks the method.
+    bool note_ioctl_result(IoctlMethod m, int err) {
+        if (err != ENOTTY && err != EPROTONOSUPPORT)
+            return false;
+        no_ioctl_.fetch_or(m, std::memory_order_relaxed);
+        return true;
+    }
+
+private:
     void install_trampolines();
 };
+
+// The life cycle every provider object shares. create_object: a
+// value-initialised T allocated without throwing, handed to `create` (0 or a
+// positive errno); nullptr with errno set when either fails, nothing left.
+template <class T, class Create>
+T* create_object(Create&& create) {
+    std::unique_ptr<T> obj(new (std::nothrow) T{});
+    if (!obj) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (int e = create(*obj)) {
+        errno = e;
+        return nullptr;
+    }
+    return obj.release();
+}
+
+// destroy_object: `destroy` (0 or a positive errno) first; the object is
+// freed only once the kernel let it go (EBUSY leaves it valid).
+template <class T, class Destroy>
+int destroy_object(T* obj, Destroy&& destroy) {
+    if (int e = destroy(*obj))
+        return e;
+    delete obj;
+    return 0;
+}
+
+// A provider's Device::open_context: a Ctx over cmd_fd set up by `open`
+// (0 or a positive errno); on failure nullptr + errno, and cmd_fd is still
+// the caller's to close.
+template <class Ctx, class Open>
+Context* open_provider_context(Device& device, int cmd_fd, Open&& open) {
+    auto* ctx = new (std::nothrow) Ctx(device, cmd_fd);
+    if (!ctx) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (int e = open(*ctx)) {
+        ctx->ibv()->cmd_fd = -1;
+        delete ctx;
+        errno = e;
+        return nullptr;
+    }
+    return ctx;
+}
 
 // "a.b.c" from the 64-bit firmware version the kernel reports.
 RDMA_EXPORT void format_fw_ver(uint64_t raw, char* out, size_t len);
 
 }  // namespace rdma::verbs
+
+// The struct ibv_buf that verbs.h leaves opaque, as libibverbs and the
+// providers see it: a provider puts it first in its own buffer object and
+// fills it in Context::alloc_buf. Its layout is private to this tree.
+struct ibv_buf {
+    ibv_pd* pd;
+    void* addr;
+    size_t size;
+    int dmabuf_fd;  // a dma-buf behind the memory, or -1 for plain memory
+};

@@ -3,6 +3,7 @@
 // into; ranges registered twice are reference counted page by page.
 // Kernels with copy-on-fork support for pinned pages need none of this.
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -34,9 +35,9 @@ void split_at(uintptr_t at) {
         return;
     --it;
     if (it->first < at && at < it->second.end) {
-        Span tail{it->second.end, it->second.refs};
+        // Insert first: if that cannot allocate, nothing has changed.
+        g_spans.emplace(at, Span{it->second.end, it->second.refs});
         it->second.end = at;
-        g_spans.emplace(at, tail);
     }
 }
 
@@ -91,52 +92,65 @@ int adjust(void* base, size_t size, int delta) {
 
 extern "C" {
 
+// An allocation failing in adjust() (std::bad_alloc, ENOMEM at the
+// barrier) happens before any reference count changes: at most some spans
+// were split or zero-count spans added, which describe the same pages.
+
 RDMA_EXPORT int ibv_fork_init(void) {
-    std::lock_guard lock(g_fork_mutex);
-    if (g_fork_enabled)
+    return rdma::entry_errno([]() -> int {
+        std::lock_guard lock(g_fork_mutex);
+        if (g_fork_enabled)
+            return 0;
+        if (kernel_copy_on_fork())
+            return 0;
+        // Ranges registered earlier were never marked: protection can no
+        // longer be complete, so refuse rather than pretend.
+        if (g_too_late)
+            return EINVAL;
+        g_page_size = sysconf(_SC_PAGESIZE);
+        if (g_page_size <= 0)
+            return errno;
+        // Probe that this kernel honours MADV_DONTFORK at all.
+        void* probe = nullptr;
+        if (posix_memalign(&probe, static_cast<size_t>(g_page_size), static_cast<size_t>(g_page_size)))
+            return ENOMEM;
+        int rc = madvise(probe, static_cast<size_t>(g_page_size), MADV_DONTFORK);
+        if (rc == 0)
+            rc = madvise(probe, static_cast<size_t>(g_page_size), MADV_DOFORK);
+        free(probe);
+        if (rc)
+            return ENOSYS;
+        g_fork_enabled = true;
         return 0;
-    if (kernel_copy_on_fork())
-        return 0;
-    // Ranges registered earlier were never marked: protection can no
-    // longer be complete, so refuse rather than pretend.
-    if (g_too_late)
-        return EINVAL;
-    g_page_size = sysconf(_SC_PAGESIZE);
-    if (g_page_size <= 0)
-        return errno;
-    // Probe that this kernel honours MADV_DONTFORK at all.
-    void* probe = nullptr;
-    if (posix_memalign(&probe, static_cast<size_t>(g_page_size), static_cast<size_t>(g_page_size)))
-        return ENOMEM;
-    int rc = madvise(probe, static_cast<size_t>(g_page_size), MADV_DONTFORK);
-    if (rc == 0)
-        rc = madvise(probe, static_cast<size_t>(g_page_size), MADV_DOFORK);
-    free(probe);
-    if (rc)
-        return ENOSYS;
-    g_fork_enabled = true;
-    return 0;
+    });
 }
 
+// Undecidable (the netlink probe failed to allocate): not protected.
 RDMA_EXPORT ibv_fork_status ibv_is_fork_initialized(void) {
-    if (kernel_copy_on_fork())
-        return IBV_FORK_UNNEEDED;
-    std::lock_guard lock(g_fork_mutex);
-    return g_fork_enabled ? IBV_FORK_ENABLED : IBV_FORK_DISABLED;
+    return rdma::entry_value(IBV_FORK_DISABLED, [] {
+        if (kernel_copy_on_fork())
+            return IBV_FORK_UNNEEDED;
+        std::lock_guard lock(g_fork_mutex);
+        return g_fork_enabled ? IBV_FORK_ENABLED : IBV_FORK_DISABLED;
+    });
 }
 
 RDMA_EXPORT int ibv_dontfork_range(void* base, size_t size) {
-    std::lock_guard lock(g_fork_mutex);
-    if (!g_fork_enabled) {
-        g_too_late = true;
-        return 0;
-    }
-    return adjust(base, size, +1);
+    return rdma::entry_errno([&] {
+        std::lock_guard lock(g_fork_mutex);
+        if (!g_fork_enabled) {
+            g_too_late = true;
+            return 0;
+        }
+        return adjust(base, size, +1);
+    });
 }
 
 RDMA_EXPORT int ibv_dofork_range(void* base, size_t size) {
-    std::lock_guard lock(g_fork_mutex);
-    return g_fork_enabled ? adjust(base, size, -1) : 0;
+    return rdma::entry_errno([&] {
+        std::lock_guard lock(g_fork_mutex);
+        return g_fork_enabled ? adjust(base, size, -1) : 0;
+    });
 }
 
 }  // extern "C"

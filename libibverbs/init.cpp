@@ -131,10 +131,12 @@ int discover_devices(std::vector<SysfsDevice>& out) {
 
 namespace {
 
-std::vector<const Provider*>& provider_list() {
-    static std::vector<const Provider*> list;
-    return list;
-}
+// Plugins register from their static constructors, that is inside
+// dlopen(): nothing may allocate or throw there, so a fixed table (the
+// reference ships about twenty providers).
+constexpr size_t kMaxProviders = 64;
+const Provider* g_providers[kMaxProviders];
+size_t g_provider_count = 0;
 
 // The directory this library was loaded from.
 std::string self_dir() {
@@ -189,46 +191,17 @@ void load_one(const std::string& name) {
         fprintf(stderr, "%sWarning: couldn't load driver '%s': %s\n", kLogPrefix, so.c_str(), dlerror());
 }
 
-// One driver file: lines "driver <name-or-path-prefix>", '#' comments.
-void read_driver_file(const std::string& path, std::vector<std::string>& names) {
-    auto text = read_file(path);
-    if (!text) {
-        fprintf(stderr, "%sWarning: couldn't read config file %s.\n", kLogPrefix, path.c_str());
-        return;
-    }
-    std::string_view rest = text.value();
-    while (!rest.empty()) {
-        size_t nl = rest.find('\n');
-        std::string_view line = rest.substr(0, nl);
-        rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
-        size_t b = line.find_first_not_of(" \t");
-        if (b == std::string_view::npos || line[b] == '#')
-            continue;
-        line.remove_prefix(b);
-        size_t e = line.find_first_of(" \t");
-        std::string_view key = line.substr(0, e);
-        std::string_view val;
-        if (e != std::string_view::npos) {
-            val = line.substr(e);
-            size_t vb = val.find_first_not_of(" \t");
-            val = vb == std::string_view::npos ? std::string_view() : val.substr(vb);
-            val = val.substr(0, val.find_first_of(" \t"));
-        }
-        if (key == "driver" && !val.empty())
-            names.emplace_back(val);
-        else
-            fprintf(stderr, "%sWarning: ignoring bad config directive '%.*s' in file '%s'.\n", kLogPrefix,
-                    static_cast<int>(key.size()), key.data(), path.c_str());
-    }
-}
-
 }  // namespace
 
 void register_provider(const Provider& provider) {
-    provider_list().push_back(&provider);
+    if (g_provider_count == kMaxProviders) {
+        fprintf(stderr, "%sWarning: too many providers, %s ignored\n", kLogPrefix, provider.name);
+        return;
+    }
+    g_providers[g_provider_count++] = &provider;
 }
 
-const std::vector<const Provider*>& providers() { return provider_list(); }
+std::span<const Provider* const> providers() { return {g_providers, g_provider_count}; }
 
 void load_providers() {
     std::vector<std::string> names;

@@ -10,7 +10,9 @@
 
 extern "C" {
 
-RDMA_EXPORT void ibv_copy_ah_attr_from_kern(ibv_ah_attr* dst, ib_uverbs_ah_attr* src) {
+// Field-by-field copies: noexcept (no public prototype is in scope here).
+
+RDMA_EXPORT void ibv_copy_ah_attr_from_kern(ibv_ah_attr* dst, ib_uverbs_ah_attr* src) noexcept {
     std::memcpy(dst->grh.dgid.raw, src->grh.dgid, sizeof(dst->grh.dgid));
     dst->grh.flow_label = src->grh.flow_label;
     dst->grh.sgid_index = src->grh.sgid_index;
@@ -24,7 +26,7 @@ RDMA_EXPORT void ibv_copy_ah_attr_from_kern(ibv_ah_attr* dst, ib_uverbs_ah_attr*
     dst->port_num = src->port_num;
 }
 
-RDMA_EXPORT void ibv_copy_qp_attr_from_kern(ibv_qp_attr* dst, ib_uverbs_qp_attr* src) {
+RDMA_EXPORT void ibv_copy_qp_attr_from_kern(ibv_qp_attr* dst, ib_uverbs_qp_attr* src) noexcept {
     dst->cur_qp_state = static_cast<ibv_qp_state>(src->cur_qp_state);
     dst->path_mtu = static_cast<ibv_mtu>(src->path_mtu);
     dst->path_mig_state = static_cast<ibv_mig_state>(src->path_mig_state);
@@ -55,7 +57,7 @@ RDMA_EXPORT void ibv_copy_qp_attr_from_kern(ibv_qp_attr* dst, ib_uverbs_qp_attr*
     dst->alt_timeout = src->alt_timeout;
 }
 
-RDMA_EXPORT void ibv_copy_path_rec_from_kern(ibv_sa_path_rec* dst, ib_user_path_rec* src) {
+RDMA_EXPORT void ibv_copy_path_rec_from_kern(ibv_sa_path_rec* dst, ib_user_path_rec* src) noexcept {
     std::memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
     std::memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
     dst->dlid = src->dlid;
@@ -77,7 +79,7 @@ RDMA_EXPORT void ibv_copy_path_rec_from_kern(ibv_sa_path_rec* dst, ib_user_path_
     dst->preference = src->preference;
 }
 
-RDMA_EXPORT void ibv_copy_path_rec_to_kern(ib_user_path_rec* dst, ibv_sa_path_rec* src) {
+RDMA_EXPORT void ibv_copy_path_rec_to_kern(ib_user_path_rec* dst, ibv_sa_path_rec* src) noexcept {
     std::memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
     std::memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
     dst->dlid = src->dlid;

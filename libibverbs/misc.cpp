@@ -1,6 +1,7 @@
 // Small exported helpers: sysfs access, enum strings, rate conversions,
 // and the legacy driver-registration stub.
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,14 +21,14 @@ struct RateRow {
 };
 
 constexpr RateRow kRates[] = {
-    {IBV_RATE_2_5_GBPS, 1, 2500},      {IBV_RATE_5_GBPS, 2, 5000},        {IBV_RATE_10_GBPS, 4, 10000},
-    {IBV_RATE_20_GBPS, 8, 20000},      {IBV_RATE_30_GBPS, 12, 30000},     {IBV_RATE_40_GBPS, 16, 40000},
-    {IBV_RATE_60_GBPS, 24, 60000},     {IBV_RATE_80_GBPS, 32, 80000},     {IBV_RATE_120_GBPS, 48, 120000},
-    {IBV_RATE_14_GBPS, -1, 14062},     {IBV_RATE_56_GBPS, -1, 56250},     {IBV_RATE_112_GBPS, -1, 112500},
-    {IBV_RATE_168_GBPS, -1, 168750},   {IBV_RATE_25_GBPS, -1, 25781},     {IBV_RATE_100_GBPS, -1, 103125},
-    {IBV_RATE_200_GBPS, -1, 206250},   {IBV_RATE_300_GBPS, -1, 309375},   {IBV_RATE_28_GBPS, 11, 28125},
-    {IBV_RATE_50_GBPS, 20, 53125},     {IBV_RATE_400_GBPS, 160, 425000},  {IBV_RATE_600_GBPS, 240, 637500},
-    {IBV_RATE_800_GBPS, 320, 850000},  {IBV_RATE_1200_GBPS, 480, 1275000},
+    {IBV_RATE_2_5_GBPS, 1, 2500},     {IBV_RATE_5_GBPS, 2, 5000},         {IBV_RATE_10_GBPS, 4, 10000},
+    {IBV_RATE_20_GBPS, 8, 20000},     {IBV_RATE_30_GBPS, 12, 30000},      {IBV_RATE_40_GBPS, 16, 40000},
+    {IBV_RATE_60_GBPS, 24, 60000},    {IBV_RATE_80_GBPS, 32, 80000},      {IBV_RATE_120_GBPS, 48, 120000},
+    {IBV_RATE_14_GBPS, -1, 14062},    {IBV_RATE_56_GBPS, -1, 56250},      {IBV_RATE_112_GBPS, -1, 112500},
+    {IBV_RATE_168_GBPS, -1, 168750},  {IBV_RATE_25_GBPS, -1, 25781},      {IBV_RATE_100_GBPS, -1, 103125},
+    {IBV_RATE_200_GBPS, -1, 206250},  {IBV_RATE_300_GBPS, -1, 309375},    {IBV_RATE_28_GBPS, 11, 28125},
+    {IBV_RATE_50_GBPS, 20, 53125},    {IBV_RATE_400_GBPS, 160, 425000},   {IBV_RATE_600_GBPS, 240, 637500},
+    {IBV_RATE_800_GBPS, 320, 850000}, {IBV_RATE_1200_GBPS, 480, 1275000},
 };
 
 const char* pick(const char* const* table, size_t n, long i) {
@@ -38,8 +39,14 @@ const char* pick(const char* const* table, size_t n, long i) {
 
 extern "C" {
 
-RDMA_EXPORT const char* ibv_get_sysfs_path(void) { return sysfs_root().c_str(); }
+// The root is built (a std::string) on the first call.
+RDMA_EXPORT const char* ibv_get_sysfs_path(void) {
+    return rdma::entry_null([] { return sysfs_root().c_str(); });
+}
 
+// Not through the barrier, not noexcept: it calls nothing but libc, so it
+// cannot throw, and open/read/close are cancellation points whose forced
+// unwind must pass (noexcept would turn pthread_cancel into std::terminate).
 RDMA_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
     char path[512];
     if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= static_cast<int>(sizeof(path))) {
@@ -64,10 +71,19 @@ RDMA_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf
     return static_cast<int>(len);
 }
 
+// Enum strings and rate conversions: constant tables, no allocation, no
+// call that can throw. (noexcept cannot be spelled on these: verbs.h
+// declares them without it, and C++ rejects a differing specifier.)
 RDMA_EXPORT const char* ibv_node_type_str(ibv_node_type node_type) {
     static const char* const names[] = {
-        nullptr, "InfiniBand channel adapter", "InfiniBand switch", "InfiniBand router", "iWARP NIC", "usNIC",
-        "usNIC UDP", "unspecified",
+        nullptr,
+        "InfiniBand channel adapter",
+        "InfiniBand switch",
+        "InfiniBand router",
+        "iWARP NIC",
+        "usNIC",
+        "usNIC UDP",
+        "unspecified",
     };
     return pick(names, std::size(names), node_type);
 }
@@ -165,7 +181,7 @@ RDMA_EXPORT ibv_rate mbps_to_ibv_rate(int mbps) {
 
 // Pre-2017 providers registered themselves through this; the interface is
 // private now and such providers cannot work. Kept so that old binaries
-// that merely call it still link and run.
-RDMA_EXPORT void ibv_register_driver(const char*, void*) {}
+// that merely call it still link and run. An empty body: noexcept.
+RDMA_EXPORT void ibv_register_driver(const char*, void*) noexcept {}
 
 }  // extern "C"

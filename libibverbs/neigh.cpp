@@ -4,6 +4,7 @@
 // address is looked up in the kernel's neighbour table (libnl-route),
 // after provoking resolution with one UDP datagram if needed.
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -40,8 +41,8 @@ bool mac_from_gid(const ibv_gid& g, uint8_t mac[6]) {
     }
     static const uint8_t ll[8] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0};
     if (std::memcmp(g.raw, ll, 8) == 0 && g.raw[11] == 0xff && g.raw[12] == 0xfe) {
-        const uint8_t m[6] = {static_cast<uint8_t>(g.raw[8] ^ 0x02), g.raw[9], g.raw[10], g.raw[13], g.raw[14],
-                              g.raw[15]};
+        const uint8_t m[6] = {
+            static_cast<uint8_t>(g.raw[8] ^ 0x02), g.raw[9], g.raw[10], g.raw[13], g.raw[14], g.raw[15]};
         std::memcpy(mac, m, 6);
         return true;
     }
@@ -123,7 +124,6 @@ bool own_mac(nl_sock* sk, int ifindex, uint8_t mac[6]) {
     return ok;
 }
 
-
 uint16_t vlan_of(nl_sock* sk, int ifindex) {
     rtnl_link* link = nullptr;
     uint16_t vid = 0xffff;
@@ -135,10 +135,7 @@ uint16_t vlan_of(nl_sock* sk, int ifindex) {
     return vid;
 }
 
-}  // namespace
-
-extern "C" RDMA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
-                                                       uint16_t* vid) {
+int resolve_eth_l2(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6], uint16_t* vid) {
     if (!attr->is_global)
         return -EINVAL;
     ibv_gid_entry sgid{};
@@ -165,4 +162,11 @@ extern "C" RDMA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv
             return 0;
     }
     return -EHOSTUNREACH;
+}
+
+}  // namespace
+
+extern "C" RDMA_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* context, ibv_ah_attr* attr, uint8_t eth_mac[6],
+                                                       uint16_t* vid) {
+    return rdma::entry_neg_errno([&] { return resolve_eth_l2(context, attr, eth_mac, vid); });
 }

@@ -1,6 +1,7 @@
 // Device, port, GID and P_Key queries: the exported entry points.
 #include "libibverbs/cmd_ioctl.h"
 #include "libibverbs/ibverbs.h"
+#include "util/c_entry.h"
 #include "util/file_io.h"
 
 #include <arpa/inet.h>
@@ -16,7 +17,7 @@ namespace {
 
 std::string port_attr_path(ibv_context* ctx, uint32_t port, const char* what, uint32_t index) {
     return std::string(ctx->device->ibdev_path) + "/ports/" + std::to_string(port) + "/" + what + "/" +
-           std::to_string(index);
+        std::to_string(index);
 }
 
 // "fe80:0000:0000:0000:a8ee:47ff:fef3:e393" -> raw bytes.
@@ -98,33 +99,10 @@ using namespace rdma::verbs;
 // rdma-core's private GID type enum used by ibv_query_gid_type.
 enum ibv_gid_type_sysfs { IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2 };
 
-extern "C" {
+namespace {
 
-RDMA_EXPORT int ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) {
-    return Context::from(context)->query_device_ex(nullptr, reinterpret_cast<ibv_device_attr_ex*>(device_attr),
-                                                   sizeof(*device_attr));
-}
-
-// The exported symbol behind the header's inline wrapper: the old, shorter
-// port_attr layout, which ends just before port_cap_flags2.
-RDMA_EXPORT int (ibv_query_port)(ibv_context* context, uint8_t port_num, struct _compat_ibv_port_attr* port_attr) {
-    return Context::from(context)->query_port(port_num, reinterpret_cast<ibv_port_attr*>(port_attr),
-                                              offsetof(ibv_port_attr, port_cap_flags2));
-}
-
-RDMA_EXPORT int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry,
-                                  uint32_t flags, size_t entry_size) {
-    if (flags || !entry || entry_size < offsetof(ibv_gid_entry, ndev_ifindex))
-        return EINVAL;
-    ibv_gid_entry e{};
-    if (int err = query_gid_entry(context, port_num, gid_index, e))
-        return err;
-    store_entry(entry, entry_size, e);
-    return 0;
-}
-
-RDMA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
-                                         uint32_t flags, size_t entry_size) {
+ssize_t query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries, uint32_t flags,
+                        size_t entry_size) {
     if (flags || (!entries && max_entries) || entry_size < offsetof(ibv_gid_entry, ndev_ifindex))
         return -EINVAL;
     // The kernel's table query, when it exists, answers in one call.
@@ -166,7 +144,7 @@ RDMA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* en
     return static_cast<ssize_t>(n);
 }
 
-RDMA_EXPORT int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
+int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
     if (index < 0 || !gid) {
         errno = EINVAL;
         return -1;
@@ -185,8 +163,7 @@ RDMA_EXPORT int ibv_query_gid(ibv_context* context, uint8_t port_num, int index,
     return 0;
 }
 
-RDMA_EXPORT int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index,
-                                   ibv_gid_type_sysfs* type) {
+int query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index, ibv_gid_type_sysfs* type) {
     ibv_gid_entry e{};
     int err = query_gid_entry(context, port_num, index, e);
     if (err == ENODATA || err == EINVAL) {
@@ -202,7 +179,7 @@ RDMA_EXPORT int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsig
     return 0;
 }
 
-RDMA_EXPORT int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) {
+int query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) {
     if (index < 0 || !pkey) {
         errno = EINVAL;
         return -1;
@@ -221,12 +198,67 @@ RDMA_EXPORT int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index
     return 0;
 }
 
+}  // namespace
+
+extern "C" {
+
+RDMA_EXPORT int ibv_query_device(ibv_context* context, ibv_device_attr* device_attr) {
+    return rdma::entry_errno([&] {
+        return Context::from(context)->query_device_ex(nullptr, reinterpret_cast<ibv_device_attr_ex*>(device_attr),
+                                                       sizeof(*device_attr));
+    });
+}
+
+// The exported symbol behind the header's inline wrapper: the old, shorter
+// port_attr layout, which ends just before port_cap_flags2.
+RDMA_EXPORT int(ibv_query_port)(ibv_context* context, uint8_t port_num, struct _compat_ibv_port_attr* port_attr) {
+    return rdma::entry_errno([&] {
+        return Context::from(context)->query_port(port_num, reinterpret_cast<ibv_port_attr*>(port_attr),
+                                                  offsetof(ibv_port_attr, port_cap_flags2));
+    });
+}
+
+RDMA_EXPORT int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry* entry,
+                                  uint32_t flags, size_t entry_size) {
+    return rdma::entry_errno([&] {
+        if (flags || !entry || entry_size < offsetof(ibv_gid_entry, ndev_ifindex))
+            return EINVAL;
+        ibv_gid_entry e{};
+        if (int err = query_gid_entry(context, port_num, gid_index, e))
+            return err;
+        store_entry(entry, entry_size, e);
+        return 0;
+    });
+}
+
+RDMA_EXPORT ssize_t _ibv_query_gid_table(ibv_context* context, ibv_gid_entry* entries, size_t max_entries,
+                                         uint32_t flags, size_t entry_size) {
+    // A count or -errno; a GID table never holds 2^31 entries.
+    return rdma::entry_neg_errno(
+        [&] { return static_cast<int>(query_gid_table(context, entries, max_entries, flags, entry_size)); });
+}
+
+RDMA_EXPORT int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {
+    return rdma::entry_minus_one([&] { return query_gid(context, port_num, index, gid); });
+}
+
+RDMA_EXPORT int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int index,
+                                   ibv_gid_type_sysfs* type) {
+    return rdma::entry_minus_one([&] { return query_gid_type(context, port_num, index, type); });
+}
+
+RDMA_EXPORT int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) {
+    return rdma::entry_minus_one([&] { return query_pkey(context, port_num, index, pkey); });
+}
+
 RDMA_EXPORT int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) {
-    __be16 cur;
-    for (int i = 0; ibv_query_pkey(context, port_num, i, &cur) == 0; ++i)
-        if (cur == pkey)
-            return i;
-    return -1;
+    return rdma::entry_minus_one([&] {
+        __be16 cur;
+        for (int i = 0; ibv_query_pkey(context, port_num, i, &cur) == 0; ++i)
+            if (cur == pkey)
+                return i;
+        return -1;
+    });
 }
 
 }  // extern "C"

@@ -4,18 +4,23 @@
 // ibacm for path records when it runs (acm.cpp).
 #include "librdmacm/acm.h"
 #include "librdmacm/cma_internal.h"
+#include "util/c_entry.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <netdb.h>
 
 using namespace rdma::cm;
+using rdma::Errno;
+using rdma::Result;
+using rdma::Status;
 
 namespace {
 
 sockaddr* copy_addr(const sockaddr* a, socklen_t len) {
     auto* c = static_cast<sockaddr*>(std::calloc(1, len));
-    if (c) std::memcpy(c, a, len);
+    if (c)
+        std::memcpy(c, a, len);
     return c;
 }
 
@@ -32,21 +37,26 @@ void fill_transport(rdma_addrinfo* rai, const rdma_addrinfo& hints, int socktype
 }
 
 int socktype_of(const rdma_addrinfo& hints) {
-    if (hints.ai_qp_type == IBV_QPT_UD || hints.ai_port_space == RDMA_PS_UDP ||
-        hints.ai_port_space == RDMA_PS_IPOIB)
+    if (hints.ai_qp_type == IBV_QPT_UD || hints.ai_port_space == RDMA_PS_UDP || hints.ai_port_space == RDMA_PS_IPOIB)
         return SOCK_DGRAM;
     return SOCK_STREAM;
 }
 
-int lookup(const char* node, const char* service, const rdma_addrinfo& hints, rdma_addrinfo* rai) {
+// libc's name lookup into rai: getaddrinfo's answer (0, or the EAI_* code of
+// a failed lookup, errno as getaddrinfo left it) or an errno of our own.
+Result<int> lookup(const char* node, const char* service, const rdma_addrinfo& hints, rdma_addrinfo* rai) {
     addrinfo ai_hints{};
-    if (hints.ai_flags & RAI_PASSIVE) ai_hints.ai_flags |= AI_PASSIVE;
-    if (hints.ai_flags & RAI_NUMERICHOST) ai_hints.ai_flags |= AI_NUMERICHOST;
-    if (hints.ai_family != AF_IB) ai_hints.ai_family = hints.ai_family;
+    if (hints.ai_flags & RAI_PASSIVE)
+        ai_hints.ai_flags |= AI_PASSIVE;
+    if (hints.ai_flags & RAI_NUMERICHOST)
+        ai_hints.ai_flags |= AI_NUMERICHOST;
+    if (hints.ai_family != AF_IB)
+        ai_hints.ai_family = hints.ai_family;
     ai_hints.ai_socktype = socktype_of(hints);
     addrinfo* ai = nullptr;
     int ret = getaddrinfo(node, service, &ai_hints, &ai);
-    if (ret) return ret;
+    if (ret)
+        return ret;
     rai->ai_family = ai->ai_family;
     fill_transport(rai, hints, ai->ai_socktype);
     sockaddr* addr = copy_addr(ai->ai_addr, ai->ai_addrlen);
@@ -55,7 +65,7 @@ int lookup(const char* node, const char* service, const rdma_addrinfo& hints, rd
         std::free(addr);
         std::free(canon);
         freeaddrinfo(ai);
-        return fail(ENOMEM);
+        return Errno{ENOMEM};
     }
     if (hints.ai_flags & RAI_PASSIVE) {
         rai->ai_src_addr = addr;
@@ -70,8 +80,49 @@ int lookup(const char* node, const char* service, const rdma_addrinfo& hints, rd
     return 0;
 }
 
+// The addresses of a result, from a name lookup or from the hints' own
+// addresses: as lookup(), 0, an EAI_* code or an errno.
+Result<int> fill(const char* node, const char* service, const rdma_addrinfo& h, rdma_addrinfo* rai) {
+    if (node || service) {
+        Result<int> ret = lookup(node, service, h, rai);
+        if (!ret.ok() || ret.value())
+            return ret;
+        // An active side may name its source in the hints.
+        if (!(h.ai_flags & RAI_PASSIVE) && h.ai_src_addr && h.ai_src_len) {
+            rai->ai_src_addr = copy_addr(h.ai_src_addr, h.ai_src_len);
+            rai->ai_src_len = h.ai_src_len;
+            if (!rai->ai_src_addr)
+                return Errno{ENOMEM};
+        }
+        return 0;
+    }
+    // Everything comes from the hints' own addresses.
+    rai->ai_family = h.ai_family;
+    fill_transport(rai, h, socktype_of(h));
+    if (h.ai_src_addr && h.ai_src_len) {
+        rai->ai_src_addr = copy_addr(h.ai_src_addr, h.ai_src_len);
+        rai->ai_src_len = h.ai_src_len;
+        if (!rai->ai_src_addr)
+            return Errno{ENOMEM};
+        if (!rai->ai_family)
+            rai->ai_family = h.ai_src_addr->sa_family;
+    }
+    if (h.ai_dst_addr && h.ai_dst_len) {
+        rai->ai_dst_addr = copy_addr(h.ai_dst_addr, h.ai_dst_len);
+        rai->ai_dst_len = h.ai_dst_len;
+        if (!rai->ai_dst_addr)
+            return Errno{ENOMEM};
+        if (!rai->ai_family)
+            rai->ai_family = h.ai_dst_addr->sa_family;
+    }
+    if (!rai->ai_src_addr && !rai->ai_dst_addr)
+        return Errno{EINVAL};
+    return 0;
+}
+
 }  // namespace
 
+// No barrier: free() and a list walk; nothing here can throw.
 RDMACM_EXPORT void rdma_freeaddrinfo(rdma_addrinfo* res) {
     while (res) {
         rdma_addrinfo* next = res->ai_next;
@@ -86,49 +137,34 @@ RDMACM_EXPORT void rdma_freeaddrinfo(rdma_addrinfo* res) {
     }
 }
 
+// 0, -1 with errno, or getaddrinfo's EAI_* code for a failed name lookup
+// (as the reference returns it, errno as getaddrinfo left it): the barrier
+// passes a Result's value through untouched.
 RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
                                    rdma_addrinfo** res) {
-    if (!res) return fail(EINVAL);
-    if (init()) return -1;
-    rdma_addrinfo h{};
-    if (hints) h = *hints;
-    auto* rai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
-    if (!rai) return fail(ENOMEM);
-    // Of the caller's flags only RAI_PASSIVE describes the result (the
-    // reference reports no others back).
-    rai->ai_flags = h.ai_flags & RAI_PASSIVE;
-    int ret = 0;
-    if (node || service) {
-        ret = lookup(node, service, h, rai);
-    } else {
-        // Everything comes from the hints' own addresses.
-        rai->ai_family = h.ai_family;
-        fill_transport(rai, h, socktype_of(h));
-        if (h.ai_src_addr && h.ai_src_len) {
-            rai->ai_src_addr = copy_addr(h.ai_src_addr, h.ai_src_len);
-            rai->ai_src_len = h.ai_src_len;
-            if (!rai->ai_src_addr) ret = fail(ENOMEM);
-            if (!rai->ai_family) rai->ai_family = h.ai_src_addr->sa_family;
+    return rdma::entry_minus_one([&]() -> Result<int> {
+        if (!res)
+            return Errno{EINVAL};
+        if (Status s = init(); !s.ok())
+            return Errno{s.error()};
+        rdma_addrinfo h{};
+        if (hints)
+            h = *hints;
+        auto* rai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
+        if (!rai)
+            return Errno{ENOMEM};
+        // Of the caller's flags only RAI_PASSIVE describes the result (the
+        // reference reports no others back).
+        rai->ai_flags = h.ai_flags & RAI_PASSIVE;
+        Result<int> ret = fill(node, service, h, rai);
+        bool ok = ret.ok() && ret.value() == 0;
+        if (ok && !(h.ai_flags & RAI_NOROUTE))
+            acm_resolve(rai, h);
+        if (!ok) {
+            rdma_freeaddrinfo(rai);
+            return ret;
         }
-        if (!ret && h.ai_dst_addr && h.ai_dst_len) {
-            rai->ai_dst_addr = copy_addr(h.ai_dst_addr, h.ai_dst_len);
-            rai->ai_dst_len = h.ai_dst_len;
-            if (!rai->ai_dst_addr) ret = fail(ENOMEM);
-            if (!rai->ai_family) rai->ai_family = h.ai_dst_addr->sa_family;
-        }
-        if (!ret && !rai->ai_src_addr && !rai->ai_dst_addr) ret = fail(EINVAL);
-    }
-    // An active side may name its source in the hints.
-    if (!ret && !(h.ai_flags & RAI_PASSIVE) && (node || service) && h.ai_src_addr && h.ai_src_len) {
-        rai->ai_src_addr = copy_addr(h.ai_src_addr, h.ai_src_len);
-        rai->ai_src_len = h.ai_src_len;
-        if (!rai->ai_src_addr) ret = fail(ENOMEM);
-    }
-    if (!ret && !(h.ai_flags & RAI_NOROUTE)) acm_resolve(rai, h);
-    if (ret) {
-        rdma_freeaddrinfo(rai);
-        return ret;
-    }
-    *res = rai;
-    return 0;
+        *res = rai;
+        return 0;
+    });
 }

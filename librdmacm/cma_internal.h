@@ -1,7 +1,13 @@
 // Internals of librdmacm's connection manager shared by cma.cpp and
 // addrinfo.cpp. The C ABI hands out pointers to the embedded public structs
 // (rdma_cm_id, rdma_cm_event); these classes wrap them as their first member.
+//
+// Errors inside are values (util/result.h): a function that can fail returns
+// Status or Result<T> and sets no errno; the exported rdma_* function turns
+// it into its man page's convention through its util/c_entry.h barrier.
 #pragma once
+
+#include "util/result.h"
 
 #include <cerrno>
 #include <condition_variable>
@@ -22,7 +28,7 @@ namespace rdma::cm {
 struct CmDevice {
     ibv_device* device = nullptr;
     uint64_t guid = 0;  // network order, as the kernel reports node GUIDs
-    int index = -1;     // kernel device index
+    int index = -1;  // kernel device index
     ibv_context* verbs = nullptr;
     ibv_pd* pd = nullptr;
     uint8_t max_responder_resources = 0;
@@ -36,8 +42,8 @@ struct IdPriv {
     rdma_cm_id id{};  // must stay first: the ABI pointer is &id
     CmDevice* dev = nullptr;
     uint32_t handle = 0;
-    bool sync = false;          // created without a channel: calls block
-    bool connect_error = false; // our side failed CONNECT_RESPONSE handling
+    bool sync = false;  // created without a channel: calls block
+    bool connect_error = false;  // our side failed CONNECT_RESPONSE handling
     uint8_t initiator_depth = 0;
     uint8_t responder_resources = 0;
     // Bytes prepended to the private data of connect (rdma_addrinfo's
@@ -82,19 +88,18 @@ struct Event {
     static Event* of(rdma_cm_event* e) { return reinterpret_cast<Event*>(e); }
 };
 
-// Sets errno and returns -1, the C API's failure convention.
-inline int fail(int err) {
-    errno = err;
-    return -1;
-}
+// The errno a C call that just failed left (a system call, libibverbs, one
+// of our own exported rdma_* functions called from inside), as a value; read
+// it right after that call. They all set one; EIO stands in should one not.
+inline Errno last_errno() noexcept { return Errno{errno ? errno : EIO}; }
 
-// Library set-up (ABI version, device list); 0 or -1 with errno.
-int init();
+// Library set-up (ABI version, device list).
+Status init();
 
 // Destroys the CQs and completion channels the library made for an id.
 void destroy_cqs(rdma_cm_id* id);
 
 // Length of a sockaddr by family (0 for NULL or unknown families).
-socklen_t addr_len(const sockaddr* addr);
+socklen_t addr_len(const sockaddr* addr) noexcept;
 
 }  // namespace rdma::cm

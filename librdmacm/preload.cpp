@@ -11,7 +11,16 @@
 // dup3()ed onto the same number and the program carries on over the kernel.
 //
 // Non-socket descriptors pay one lock-free table lookup per call.
+//
+// No exception leaves an interposed call, by construction rather than
+// through the util/c_entry.h barrier: each one calls only libc, librdmacm's
+// r* entry points (barriered themselves) and helpers here that allocate
+// with nothrow new or inside try blocks. Nor are they noexcept: read(),
+// poll(), accept() ... are thread cancellation points, and glibc cancels a
+// thread by unwinding it, which a noexcept frame turns into an abort.
 #include "librdmacm/rsocket_internal.h"
+#include "util/c_entry.h"
+#include "util/immortal.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -99,7 +108,7 @@ std::mutex init_mu;
 
 struct Rule {
     std::string prog;  // empty: any program (prefix match otherwise)
-    int domain = 0;    // 0: any
+    int domain = 0;  // 0: any
     int type = 0;
     int protocol = 0;
 };
@@ -112,11 +121,7 @@ struct Settings {
     std::vector<Rule> rules;
 };
 
-Settings& settings() {
-    alignas(Settings) static unsigned char storage[sizeof(Settings)];
-    static Settings* s = std::construct_at(reinterpret_cast<Settings*>(storage));
-    return *s;
-}
+Settings& settings() { return rdma::immortal<Settings>(); }
 
 int env_int(const char* name) {
     const char* v = std::getenv(name);
@@ -131,7 +136,8 @@ bool word_is(const char* w, std::initializer_list<const char*> names) {
 }
 
 // preload_config lines: "program domain type protocol", '*' for any;
-// '#' starts a comment line.
+// '#' starts a comment line. Runs from the library constructor: out of
+// memory, the rules read so far are kept and the rest ignored.
 void read_rules(std::vector<Rule>& rules) {
     FILE* f = std::fopen(RSOCKET_CONF_DIR "/preload_config", "re");
     if (!f)
@@ -164,9 +170,9 @@ void read_rules(std::vector<Rule>& rules) {
             r.protocol = IPPROTO_UDP;
         else if (std::strcmp(proto, "*"))
             continue;
-        if (std::strcmp(prog, "*"))
-            r.prog = prog;
         try {
+            if (std::strcmp(prog, "*"))
+                r.prog = prog;
             rules.push_back(std::move(r));
         } catch (...) {
             break;
@@ -249,8 +255,8 @@ __attribute__((constructor)) void preload_ctor() { init(); }
 // side listens on an rsocket at its TCP port and writes four zero bytes,
 // the active side waits for them and connects there.
 enum class State {
-    Ready,       // an rsocket behind a stand-in
-    Fork,        // fork mode: kernel socket, not yet listening or connected
+    Ready,  // an rsocket behind a stand-in
+    Fork,  // fork mode: kernel socket, not yet listening or connected
     ForkListen,  // fork mode: kernel listener; accepted sockets are ForkPassive
     ForkActive,  // fork mode: connected kernel socket, becomes an rsocket
     ForkPassive,
@@ -264,18 +270,10 @@ struct Target {
     State state = State::Ready;
 };
 
-FdTable<Target>& table() {
-    alignas(FdTable<Target>) static unsigned char storage[sizeof(FdTable<Target>)];
-    static FdTable<Target>* t = std::construct_at(reinterpret_cast<FdTable<Target>*>(storage));
-    return *t;
-}
+FdTable<Target>& table() { return rdma::immortal<FdTable<Target>>(); }
 
 // epoll descriptors created here are librdmacm repoll sets.
-FdTable<void>& epolls() {
-    alignas(FdTable<void>) static unsigned char storage[sizeof(FdTable<void>)];
-    static FdTable<void>* t = std::construct_at(reinterpret_cast<FdTable<void>*>(storage));
-    return *t;
-}
+FdTable<void>& epolls() { return rdma::immortal<FdTable<void>>(); }
 
 // Set while we are inside librdmacm: sockets it (or libibverbs) creates for
 // itself must stay kernel sockets.
@@ -313,9 +311,8 @@ bool intercept(int domain, int type, int protocol) {
         protocol = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
     const char* me = program_invocation_short_name;
     for (const Rule& r : s.rules) {
-        if ((r.prog.empty() || !strncasecmp(r.prog.c_str(), me, r.prog.size())) &&
-            (!r.domain || r.domain == domain) && (!r.type || r.type == type) &&
-            (!r.protocol || r.protocol == protocol))
+        if ((r.prog.empty() || !strncasecmp(r.prog.c_str(), me, r.prog.size())) && (!r.domain || r.domain == domain) &&
+            (!r.type || r.type == type) && (!r.protocol || r.protocol == protocol))
             return true;
     }
     return false;
@@ -720,8 +717,7 @@ PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t len, int flags) {
     return real.send(fd, buf, len, flags);
 }
 
-PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst,
-                              socklen_t dstlen) {
+PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst, socklen_t dstlen) {
     init();
     if (Target* t = lookup_data(fd)) {
         Inside in;
@@ -773,7 +769,7 @@ PRELOAD_EXPORT int poll(pollfd* fds, nfds_t nfds, int timeout) {
     try {
         r.resize(nfds);
     } catch (...) {
-        errno = ENOMEM;
+        errno = rdma::errno_of_current_exception();
         return -1;
     }
     for (i = 0; i < nfds; i++) {
@@ -827,7 +823,7 @@ PRELOAD_EXPORT int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* e
             }
         }
     } catch (...) {
-        errno = ENOMEM;
+        errno = rdma::errno_of_current_exception();
         return -1;
     }
     size_t n = q.size();
@@ -957,11 +953,9 @@ int do_fcntl(int (*fn)(int, int, ...), int fd, int cmd, void* arg) {
         return rfcntl(t->rs, F_SETFL, static_cast<int>(reinterpret_cast<intptr_t>(arg)));
     }
     case F_DUPFD:
-    case F_DUPFD_CLOEXEC:
-        return share(fd, fn(fd, cmd, arg));
+    case F_DUPFD_CLOEXEC: return share(fd, fn(fd, cmd, arg));
     case F_GETFD:
-    case F_SETFD:
-        return fn(fd, cmd, arg);  // close-on-exec belongs to the stand-in
+    case F_SETFD: return fn(fd, cmd, arg);  // close-on-exec belongs to the stand-in
     default: {
         Inside in;
         return rfcntl(t->rs, cmd, arg);
@@ -1015,7 +1009,7 @@ ssize_t sendfile_rs(int rs, int in_fd, Off* offset, size_t count) {
         if (buf.size() < 65536)
             buf.resize(65536);
     } catch (...) {
-        errno = ENOMEM;
+        errno = rdma::errno_of_current_exception();
         return -1;
     }
     off64_t pos = offset ? static_cast<off64_t>(*offset) : 0;

@@ -2,30 +2,22 @@
 // the configuration directory. Kept apart from the library's other parts so
 // that the unit tests can exercise it without a device.
 #include "rsocket_internal.h"
+#include "util/file_io.h"
 
 #include <cctype>
+#include <climits>
 #include <cstdio>
 
 namespace rdma::rs {
 
 namespace {
 
-bool read_file(const std::string& path, std::string& out) {
-    FILE* f = std::fopen(path.c_str(), "re");
-    if (!f)
-        return false;
-    char buf[64];
-    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    out.assign(buf, n);
-    return true;
-}
-
+// The first 63 bytes of a value file count (as the reference reads them).
 template <class T>
 void read_value(const std::string& dir, const char* name, T& field) {
-    std::string text;
+    Result<std::string> text = read_file(dir + "/" + name);
     uint32_t v;
-    if (read_file(dir + "/" + name, text) && parse_config_value(text, v))
+    if (text && parse_config_value(text->substr(0, 63), v))
         field = static_cast<T>(v);
 }
 
@@ -40,14 +32,22 @@ bool parse_config_value(const std::string& text, uint32_t& out) {
         neg = text[i++] == '-';
     if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i])))
         return false;
-    uint64_t v = 0;
+    // scanf("%u") converts with strtoul and stores the unsigned long in
+    // an unsigned int: a value past ULONG_MAX is ULONG_MAX (whatever the
+    // sign), a smaller one is negated if signed, then cut to 32 bits.
+    unsigned long v = 0;
+    bool overflow = false;
     for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); i++) {
-        v = v * 10 + static_cast<unsigned>(text[i] - '0');
-        if (v > 0xffffffffull)
-            v = 0xffffffffull + 1;  // out of range: saturate like strtoul
+        const unsigned d = static_cast<unsigned>(text[i] - '0');
+        if (v > (ULONG_MAX - d) / 10)
+            overflow = true;
+        v = v * 10 + d;
     }
-    uint32_t r = v > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(v);
-    out = neg ? static_cast<uint32_t>(0u - r) : r;
+    if (overflow)
+        v = ULONG_MAX;
+    else if (neg)
+        v = 0ul - v;
+    out = static_cast<uint32_t>(v);
     return true;
 }
 

@@ -11,6 +11,7 @@
 #include "rsocket_internal.h"
 #include "rsocket_options.h"
 #include "rsocket_wire.h"
+#include "util/unique_fd.h"
 
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -33,40 +34,11 @@ namespace {
 using wire::Op;
 
 constexpr uint32_t kSlot = kSendLowWater;  // bytes per send/receive slot
-constexpr uint32_t kLocalSlots = 16;       // datagrams that came over UDP
+constexpr uint32_t kLocalSlots = 16;  // datagrams that came over UDP
 constexpr uint64_t kRecvWrFlag = 1ull << 63;
-constexpr uint32_t kGrh = 40;              // sizeof(struct ibv_grh)
+constexpr uint32_t kGrh = 40;  // sizeof(struct ibv_grh)
 
 enum : int { kInit = 0, kWritable = 0x0200, kReadable = 0x0400 };
-
-struct MrDeleter {
-    void operator()(ibv_mr* mr) const {
-        if (mr)
-            ibv_dereg_mr(mr);
-    }
-};
-using MrPtr = std::unique_ptr<ibv_mr, MrDeleter>;
-
-struct Fd {
-    int fd = -1;
-    Fd() = default;
-    explicit Fd(int f) : fd(f) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) {
-            if (fd >= 0)
-                ::close(fd);
-            fd = std::exchange(o.fd, -1);
-        }
-        return *this;
-    }
-    ~Fd() {
-        if (fd >= 0)
-            ::close(fd);
-    }
-};
-
-int errno_or(int fallback) { return errno ? errno : fallback; }
 
 // Addresses as map keys: family, port and address bytes only.
 struct AddrKey {
@@ -104,7 +76,7 @@ bool same_ip(const sockaddr* a, const sockaddr* b) {
         return false;
     if (a->sa_family == AF_INET)
         return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
-               reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+            reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
     return !std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
                         &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, 16);
 }
@@ -143,7 +115,7 @@ struct Qp {
     ibv_cq* cq = nullptr;
     MrPtr smr, rmr;
     std::unique_ptr<uint8_t[]> rbuf;  // rq slots, then one GRH landing area
-    uint32_t max_msg = kSlot;         // path MTU bound
+    uint32_t max_msg = kSlot;  // path MTU bound
     bool cq_armed = false;
     unsigned unacked = 0;
 
@@ -172,7 +144,7 @@ struct Qp {
 struct Dest {
     sockaddr_storage addr{};
     socklen_t len = 0;
-    Qp* qp = nullptr;     // our QP for reaching it
+    Qp* qp = nullptr;  // our QP for reaching it
     ibv_ah* ah = nullptr;
     uint32_t qpn = 0;
     ~Dest() {
@@ -193,48 +165,48 @@ class DgramSocket final : public Socket {
 public:
     DgramSocket() : Socket(Kind::Dgram) {}
     ~DgramSocket() override;
-    int init(int domain);
+    Status init(int domain);
 
-    int bind(const sockaddr* addr, socklen_t len) override;
-    int listen(int) override { return -EOPNOTSUPP; }
-    int accept(std::unique_ptr<Socket>&) override { return -EOPNOTSUPP; }
-    int connect(const sockaddr* addr, socklen_t len) override;
-    ssize_t recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) override;
-    ssize_t send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) override;
-    int shutdown(int how) override;
+    Status bind(const sockaddr* addr, socklen_t len) override;
+    Status listen(int) override { return Errno{EOPNOTSUPP}; }
+    Result<std::unique_ptr<Socket>> accept() override { return Errno{EOPNOTSUPP}; }
+    Status connect(const sockaddr* addr, socklen_t len) override;
+    Result<ssize_t> recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) override;
+    Result<ssize_t> send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) override;
+    Status shutdown(int how) override;
     void close() override;
-    int getpeername(sockaddr* addr, socklen_t* len) override;
-    int getsockname(sockaddr* addr, socklen_t* len) override;
-    int setsockopt(int level, int name, const void* val, socklen_t len) override;
-    int getsockopt(int level, int name, void* val, socklen_t* len) override;
+    Status getpeername(sockaddr* addr, socklen_t* len) override;
+    Status getsockname(sockaddr* addr, socklen_t* len) override;
+    Status setsockopt(int level, int name, const void* val, socklen_t len) override;
+    Status getsockopt(int level, int name, void* val, socklen_t* len) override;
     int get_flags() override;
-    int set_flags(int flags) override;
+    void set_flags(int flags) override;
     short poll_check(short events) override;
     int poll_sleep_fds(pollfd* fds) override;
     void poll_woken() override;
 
 private:
     using Lock = std::unique_lock<std::mutex>;
-    int init_ep();
-    int get_dest(const sockaddr* addr, socklen_t len, Dest*& out);
-    int get_src_addr(const sockaddr* dst, socklen_t dlen, sockaddr_storage& src);
-    int get_qp(const sockaddr_storage& src, Qp*& out);
-    int create_qp(const sockaddr_storage& src, Qp*& out);
-    int post_recv(Qp& qp, uint32_t offset);
+    Status init_ep();
+    Result<Dest*> get_dest(const sockaddr* addr, socklen_t len);
+    Status get_src_addr(const sockaddr* dst, socklen_t dlen, sockaddr_storage& src);
+    Result<Qp*> get_qp(const sockaddr_storage& src);
+    Result<Qp*> create_qp(const sockaddr_storage& src);
+    Status post_recv(Qp& qp, uint32_t offset);
     void create_ah(Dest& d, uint32_t qpn);
-    ssize_t send_udp(Dest& d, const iovec* iov, int iovcnt, int flags, Op op);
+    Result<ssize_t> send_udp(Dest& d, const iovec* iov, int iovcnt, int flags, Op op);
     void deliver_local(const uint8_t* data, size_t len, const sockaddr* from);
     void on_udp_readable();
     void poll_cqs();
     void drain_events();
     template <class Pred>
-    int wait_until(Lock& lk, bool nonblock, Pred pred);
+    Status wait_until(Lock& lk, bool nonblock, Pred pred);
     bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
     bool have_rdata() const { return rmsg_head_ != rmsg_tail_; }
 
     int domain_ = AF_INET;
     Fd udp_;
-    Fd epfd_;    // sleep here: every QP's completion channel, notify_
+    Fd epfd_;  // sleep here: every QP's completion channel, notify_
     Fd notify_;  // eventfd: the service thread queued a datagram
     int fd_flags_ = 0;
     int state_ = kInit;
@@ -248,7 +220,7 @@ private:
     std::unique_ptr<Pending[]> rmsg_;
     int rmsg_head_ = 0, rmsg_tail_ = 0;
     int rqe_avail_ = 0;
-    std::unique_ptr<uint8_t[]> lbuf_;   // local slots
+    std::unique_ptr<uint8_t[]> lbuf_;  // local slots
     std::vector<uint32_t> free_local_;
 
     std::list<std::unique_ptr<Qp>> qps_;
@@ -263,7 +235,7 @@ private:
     uint64_t gen_ = 0;
 };
 
-int DgramSocket::init(int domain) {
+Status DgramSocket::init(int domain) {
     const Config& cfg = config();
     domain_ = domain;
     sbuf_size_ = cfg.wmem_default;
@@ -272,18 +244,18 @@ int DgramSocket::init(int domain) {
     rq_size_ = cfg.rqsize_default;
     sq_inline_ = cfg.inline_default;
     udp_ = Fd(raw_socket(domain, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (udp_.fd < 0)
-        return -errno_or(EAFNOSUPPORT);
+    if (udp_.get() < 0)
+        return errno_or(EAFNOSUPPORT);
     epfd_ = Fd(sys_epoll_create());
     notify_ = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-    if (epfd_.fd < 0 || notify_.fd < 0)
-        return -errno_or(EMFILE);
+    if (epfd_.get() < 0 || notify_.get() < 0)
+        return errno_or(EMFILE);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    if (sys_epoll_ctl(epfd_.fd, EPOLL_CTL_ADD, notify_.fd, &ev))
-        return -errno_or(EINVAL);
-    index_ = udp_.fd;
-    return 0;
+    if (sys_epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, notify_.get(), &ev))
+        return errno_or(EINVAL);
+    index_ = udp_.get();
+    return {};
 }
 
 DgramSocket::~DgramSocket() {
@@ -293,9 +265,9 @@ DgramSocket::~DgramSocket() {
     qps_.clear();
 }
 
-int DgramSocket::init_ep() {
+Status DgramSocket::init_ep() {
     if (state_ != kInit)
-        return 0;
+        return {};
     if (rq_size_ > rbuf_size_ / kSlot)
         rq_size_ = static_cast<uint16_t>(rbuf_size_ / kSlot);
     else
@@ -305,12 +277,13 @@ int DgramSocket::init_ep() {
     else
         sbuf_size_ = sq_size_ * kSlot;
     if (!sq_size_ || !rq_size_)
-        return -EINVAL;
-    sbuf_.reset(new (std::nothrow) uint8_t[sbuf_size_]());
-    rmsg_.reset(new (std::nothrow) Pending[rq_size_ + 1]());
-    lbuf_.reset(new (std::nothrow) uint8_t[kLocalSlots * kSlot]());
-    if (!sbuf_ || !rmsg_ || !lbuf_)
-        return -ENOMEM;
+        return Errno{EINVAL};
+    // Called from the r* entry points only (inside their barrier): a failed
+    // allocation throws and leaves the socket in kInit, to be set up again by
+    // the next call.
+    sbuf_ = std::make_unique<uint8_t[]>(sbuf_size_);
+    rmsg_ = std::make_unique<Pending[]>(rq_size_ + 1);
+    lbuf_ = std::make_unique<uint8_t[]>(kLocalSlots * kSlot);
     free_slots_.clear();
     for (uint32_t i = 0; i < sq_size_; i++)
         free_slots_.push_back((sq_size_ - 1 - i) * kSlot);
@@ -319,61 +292,60 @@ int DgramSocket::init_ep() {
         free_local_.push_back(i * kSlot);
     sqe_avail_ = sq_size_;
     rqe_avail_ = rq_size_;
-    long token = Service::get().add(udp_.fd, [this] { on_udp_readable(); });
-    if (token < 0)
-        return static_cast<int>(token);
-    svc_token_ = token;
+    Result<long> token = Service::get().add(udp_.get(), [this] { on_udp_readable(); });
+    if (!token.ok())
+        return Errno{token.error()};
+    svc_token_ = token.value();
     state_ = kReadable | kWritable;
-    return 0;
+    return {};
 }
 
-int DgramSocket::bind(const sockaddr* addr, socklen_t len) {
+Status DgramSocket::bind(const sockaddr* addr, socklen_t len) {
     if (!addr)
-        return -EFAULT;
+        return Errno{EFAULT};
     std::lock_guard<std::mutex> sg(send_mu_);
     {
         Lock lk(mu_);
-        int r = init_ep();
-        if (r)
-            return r;
+        if (Status s = init_ep(); !s.ok())
+            return s;
     }
-    if (::bind(udp_.fd, addr, len))
-        return -errno;
-    return 0;
+    if (::bind(udp_.get(), addr, len))
+        return Errno{errno};
+    return {};
 }
 
 // The local address datagrams to `dst` leave from, with our UDP port.
-int DgramSocket::get_src_addr(const sockaddr* dst, socklen_t dlen, sockaddr_storage& src) {
+Status DgramSocket::get_src_addr(const sockaddr* dst, socklen_t dlen, sockaddr_storage& src) {
     socklen_t slen = sizeof src;
-    if (::getsockname(udp_.fd, reinterpret_cast<sockaddr*>(&src), &slen))
-        return -errno;
+    if (::getsockname(udp_.get(), reinterpret_cast<sockaddr*>(&src), &slen))
+        return Errno{errno};
     if (port_of(reinterpret_cast<sockaddr*>(&src)) == 0) {
         // Give the socket its port now: the peer learns it from our headers.
         sockaddr_storage any{};
         any.ss_family = static_cast<sa_family_t>(domain_);
-        if (::bind(udp_.fd, reinterpret_cast<sockaddr*>(&any), sockaddr_length(reinterpret_cast<sockaddr*>(&any))) &&
+        if (::bind(udp_.get(), reinterpret_cast<sockaddr*>(&any), sockaddr_length(reinterpret_cast<sockaddr*>(&any))) &&
             errno != EINVAL)
-            return -errno;
+            return Errno{errno};
         slen = sizeof src;
-        if (::getsockname(udp_.fd, reinterpret_cast<sockaddr*>(&src), &slen))
-            return -errno;
+        if (::getsockname(udp_.get(), reinterpret_cast<sockaddr*>(&src), &slen))
+            return Errno{errno};
     }
     if (!any_or_loopback(reinterpret_cast<sockaddr*>(&src)))
-        return 0;
+        return {};
     uint16_t port = port_of(reinterpret_cast<sockaddr*>(&src));
     Fd probe(raw_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (probe.fd < 0)
-        return -errno;
-    if (::connect(probe.fd, dst, dlen))
-        return -errno;
+    if (probe.get() < 0)
+        return Errno{errno};
+    if (::connect(probe.get(), dst, dlen))
+        return Errno{errno};
     slen = sizeof src;
-    if (::getsockname(probe.fd, reinterpret_cast<sockaddr*>(&src), &slen))
-        return -errno;
+    if (::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&src), &slen))
+        return Errno{errno};
     set_port(reinterpret_cast<sockaddr*>(&src), port);
-    return 0;
+    return {};
 }
 
-int DgramSocket::post_recv(Qp& qp, uint32_t offset) {
+Status DgramSocket::post_recv(Qp& qp, uint32_t offset) {
     ibv_sge sge[2];
     sge[0].addr = reinterpret_cast<uintptr_t>(qp.rbuf.get() + rbuf_size_);
     sge[0].length = kGrh;
@@ -386,46 +358,45 @@ int DgramSocket::post_recv(Qp& qp, uint32_t offset) {
     wr.sg_list = sge;
     wr.num_sge = 2;
     ibv_recv_wr* bad = nullptr;
-    int r = ibv_post_recv(qp.id->qp, &wr, &bad);
-    return r ? -r : 0;
+    return post_status(ibv_post_recv(qp.id->qp, &wr, &bad));
 }
 
-int DgramSocket::create_qp(const sockaddr_storage& src, Qp*& out) {
-    auto qp = std::unique_ptr<Qp>(new (std::nothrow) Qp);
-    if (!qp)
-        return -ENOMEM;
+// Out of memory this throws (the Qp's destructor undoes a partial build):
+// from an r* call the barrier reports ENOMEM, on the service thread its loop
+// drops the datagram that needed the QP.
+Result<Qp*> DgramSocket::create_qp(const sockaddr_storage& src) {
+    auto qp = std::make_unique<Qp>();
     qp->owner = this;
     qp->src = src;
     wire::format_ds_header(qp->hdr, reinterpret_cast<const sockaddr*>(&src));
     if (rdma_create_id(nullptr, &qp->id, qp.get(), RDMA_PS_UDP))
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     sockaddr_storage b = src;
     if (rdma_bind_addr(qp->id, reinterpret_cast<sockaddr*>(&b))) {
         // The RDMA port space is not the kernel's: a clash there must not
         // stop us, the port only matters in our headers.
         set_port(reinterpret_cast<sockaddr*>(&b), 0);
         if (rdma_bind_addr(qp->id, reinterpret_cast<sockaddr*>(&b)))
-            return -errno_or(EADDRNOTAVAIL);
+            return errno_or(EADDRNOTAVAIL);
     }
     if (!qp->id->verbs)
-        return -ENODEV;
-    qp->pd = device_pd(qp->id);
-    if (!qp->pd)
-        return -errno_or(ENOMEM);
-    qp->rbuf.reset(new (std::nothrow) uint8_t[rbuf_size_ + kGrh]());
-    if (!qp->rbuf)
-        return -ENOMEM;
+        return Errno{ENODEV};
+    Result<ibv_pd*> pd = device_pd(qp->id);
+    if (!pd.ok())
+        return Errno{pd.error()};
+    qp->pd = pd.value();
+    qp->rbuf = std::make_unique<uint8_t[]>(rbuf_size_ + kGrh);
     qp->smr.reset(ibv_reg_mr(qp->pd, sbuf_.get(), sbuf_size_, IBV_ACCESS_LOCAL_WRITE));
     qp->rmr.reset(ibv_reg_mr(qp->pd, qp->rbuf.get(), rbuf_size_ + kGrh, IBV_ACCESS_LOCAL_WRITE));
     if (!qp->smr || !qp->rmr)
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     qp->channel = ibv_create_comp_channel(qp->id->verbs);
     if (!qp->channel)
-        return -errno_or(ENOMEM);
-    set_nonblocking(qp->channel->fd, true);
+        return errno_or(ENOMEM);
+    (void)set_nonblocking(qp->channel->fd, true);
     qp->cq = ibv_create_cq(qp->id->verbs, sq_size_ + rq_size_, qp.get(), qp->channel, 0);
     if (!qp->cq)
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     ibv_qp_init_attr attr{};
     attr.qp_context = qp.get();
     attr.send_cq = qp->cq;
@@ -438,72 +409,65 @@ int DgramSocket::create_qp(const sockaddr_storage& src, Qp*& out) {
     attr.cap.max_recv_sge = 2;
     attr.cap.max_inline_data = sq_inline_;
     if (rdma_create_qp(qp->id, qp->pd, &attr))
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(attr.cap.max_inline_data, kQpMaxSize));
     ibv_port_attr pattr{};
     if (!ibv_query_port(qp->id->verbs, qp->id->port_num, &pattr) && pattr.active_mtu >= IBV_MTU_256)
         qp->max_msg = std::min<uint32_t>(kSlot, 128u << pattr.active_mtu);
     for (uint32_t i = 0; i < rq_size_; i++) {
-        int r = post_recv(*qp, i * kSlot);
-        if (r)
-            return r;
+        if (Status s = post_recv(*qp, i * kSlot); !s.ok())
+            return Errno{s.error()};
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
-    if (sys_epoll_ctl(epfd_.fd, EPOLL_CTL_ADD, qp->channel->fd, &ev))
-        return -errno_or(EINVAL);
-    out = qp.get();
+    if (sys_epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, qp->channel->fd, &ev))
+        return errno_or(EINVAL);
+    Qp* made = qp.get();
     Lock lk(mu_);
     qps_.push_back(std::move(qp));
     armed_ = false;
-    return 0;
+    return made;
 }
 
-int DgramSocket::get_qp(const sockaddr_storage& src, Qp*& out) {
+Result<Qp*> DgramSocket::get_qp(const sockaddr_storage& src) {
     for (auto& q : qps_) {
         if (same_ip(reinterpret_cast<const sockaddr*>(&q->src), reinterpret_cast<const sockaddr*>(&src)) &&
-            port_of(reinterpret_cast<const sockaddr*>(&q->src)) == port_of(reinterpret_cast<const sockaddr*>(&src))) {
-            out = q.get();
-            return 0;
-        }
+            port_of(reinterpret_cast<const sockaddr*>(&q->src)) == port_of(reinterpret_cast<const sockaddr*>(&src)))
+            return q.get();
     }
-    return create_qp(src, out);
+    return create_qp(src);
 }
 
 // map_mu_ must not be held.
-int DgramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest*& out) {
+Result<Dest*> DgramSocket::get_dest(const sockaddr* addr, socklen_t len) {
     if (!addr)
-        return -EDESTADDRREQ;
+        return Errno{EDESTADDRREQ};
     if (addr->sa_family != domain_ || len < sockaddr_length(addr))
-        return -EINVAL;
+        return Errno{EINVAL};
     std::lock_guard<std::mutex> g(map_mu_);
     AddrKey key = make_key(addr);
     auto it = dests_.find(key);
-    if (it != dests_.end()) {
-        out = it->second.get();
-        return 0;
-    }
+    if (it != dests_.end())
+        return it->second.get();
     sockaddr_storage src;
-    int r = get_src_addr(addr, len, src);
-    if (r)
-        return r;
-    Qp* qp = nullptr;
-    r = get_qp(src, qp);
-    if (r)
-        return r;
+    if (Status s = get_src_addr(addr, len, src); !s.ok())
+        return Errno{s.error()};
+    Result<Qp*> qp = get_qp(src);
+    if (!qp.ok())
+        return Errno{qp.error()};
     auto d = std::unique_ptr<Dest>(new (std::nothrow) Dest);
     if (!d)
-        return -ENOMEM;
+        return Errno{ENOMEM};
     std::memcpy(&d->addr, &key.ss, sizeof key.ss);
     d->len = sockaddr_length(addr);
-    d->qp = qp;
-    out = d.get();
+    d->qp = qp.value();
+    Dest* made = d.get();
     try {
         dests_.emplace(key, std::move(d));
     } catch (...) {
-        return -ENOMEM;
+        return Errno{ENOMEM};
     }
-    return 0;
+    return made;
 }
 
 // Service thread: route to the peer and an address handle for its QP.
@@ -531,8 +495,7 @@ void DgramSocket::create_ah(Dest& d, uint32_t qpn) {
             int best = -1;
             for (int i = 0; i < pattr.gid_tbl_len && i < 256; i++) {
                 ibv_gid_entry e{};
-                if (_ibv_query_gid_ex(d.qp->id->verbs, d.qp->id->port_num, static_cast<uint32_t>(i), &e, 0,
-                                      sizeof e)) {
+                if (_ibv_query_gid_ex(d.qp->id->verbs, d.qp->id->port_num, static_cast<uint32_t>(i), &e, 0, sizeof e)) {
                     ibv_gid g;
                     if (ibv_query_gid(d.qp->id->verbs, d.qp->id->port_num, i, &g) || std::memcmp(&g, &p.sgid, 16))
                         continue;
@@ -568,12 +531,12 @@ void DgramSocket::create_ah(Dest& d, uint32_t qpn) {
     d.qpn = qpn;
 }
 
-ssize_t DgramSocket::send_udp(Dest& d, const iovec* iov, int iovcnt, int flags, Op op) {
+Result<ssize_t> DgramSocket::send_udp(Dest& d, const iovec* iov, int iovcnt, int flags, Op op) {
     wire::DsUdpHeader h;
     uint8_t hlen = wire::format_udp_header(h, op, d.qp->id->qp->qp_num, reinterpret_cast<sockaddr*>(&d.qp->src));
     iovec v[1 + 8];
     if (iovcnt > 8)
-        return -ENOTSUP;
+        return Errno{ENOTSUP};
     v[0] = {&h, hlen};
     for (int i = 0; i < iovcnt; i++)
         v[1 + i] = iov[i];
@@ -582,9 +545,9 @@ ssize_t DgramSocket::send_udp(Dest& d, const iovec* iov, int iovcnt, int flags, 
     m.msg_namelen = d.len;
     m.msg_iov = v;
     m.msg_iovlen = static_cast<size_t>(1 + iovcnt);
-    ssize_t r = ::sendmsg(udp_.fd, &m, flags & ~MSG_DONTWAIT);
+    ssize_t r = ::sendmsg(udp_.get(), &m, flags & ~MSG_DONTWAIT);
     if (r < 0)
-        return -errno;
+        return Errno{errno};
     return r >= hlen ? r - hlen : 0;
 }
 
@@ -607,7 +570,7 @@ void DgramSocket::deliver_local(const uint8_t* data, size_t len, const sockaddr*
     ++gen_;
     cv_.notify_all();
     uint64_t one = 1;
-    (void)!::write(notify_.fd, &one, sizeof one);
+    (void)!::write(notify_.get(), &one, sizeof one);
 }
 
 void DgramSocket::on_udp_readable() {
@@ -615,17 +578,20 @@ void DgramSocket::on_udp_readable() {
     for (;;) {
         sockaddr_storage from{};
         socklen_t flen = sizeof from;
-        ssize_t n = ::recvfrom(udp_.fd, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
+        ssize_t n = ::recvfrom(udp_.get(), buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &flen);
         if (n < 0)
             return;
         auto hdr = wire::parse_udp_header(buf, static_cast<size_t>(n), from.ss_family);
         if (!hdr)
             continue;
-        Dest* d = nullptr;
-        if (get_dest(reinterpret_cast<sockaddr*>(&from), flen, d))
-            continue;
+        Result<Dest*> found = get_dest(reinterpret_cast<sockaddr*>(&from), flen);
+        if (!found.ok())
+            continue;  // no way back to the sender: its datagram is dropped
+        Dest* d = found.value();
+        // Our QPN, so that the sender can switch to UD; a reply lost here
+        // is sent again with the sender's next datagram.
         if (hdr->op == Op::Data)
-            send_udp(*d, nullptr, 0, 0, Op::Ctrl);
+            (void)send_udp(*d, nullptr, 0, 0, Op::Ctrl);
         bool need_ah;
         {
             Lock lk(mu_);
@@ -657,7 +623,7 @@ void DgramSocket::poll_cqs() {
                         if (++rmsg_tail_ == rq_size_ + 1)
                             rmsg_tail_ = 0;
                     } else if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-                        post_recv(*qp, off);
+                        (void)post_recv(*qp, off);  // a slot that cannot be reposted stays unused
                     }
                 } else {
                     free_slots_.push_back(off);
@@ -688,18 +654,18 @@ void DgramSocket::drain_events() {
         }
     }
     uint64_t v;
-    (void)!::read(notify_.fd, &v, sizeof v);
+    (void)!::read(notify_.get(), &v, sizeof v);
 }
 
 template <class Pred>
-int DgramSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
+Status DgramSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
     uint64_t spin_start = 0;
     for (;;) {
         poll_cqs();
         if (pred())
-            return 0;
+            return {};
         if (nonblock)
-            return -EWOULDBLOCK;
+            return Errno{EWOULDBLOCK};
         uint32_t spin = config().polling_time;
         if (spin) {
             uint64_t now = now_us();
@@ -727,7 +693,7 @@ int DgramSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
             continue;
         }
         sleeper_ = true;
-        pollfd p{epfd_.fd, POLLIN, 0};
+        pollfd p{epfd_.get(), POLLIN, 0};
         lk.unlock();
         int n = sys_poll(&p, 1, static_cast<int>(config().wake_up_interval));
         int e = errno;
@@ -738,38 +704,35 @@ int DgramSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
         ++gen_;
         cv_.notify_all();
         if (n < 0 && e == EINTR)
-            return -EINTR;
+            return Errno{EINTR};
     }
 }
 
-int DgramSocket::connect(const sockaddr* addr, socklen_t len) {
+Status DgramSocket::connect(const sockaddr* addr, socklen_t len) {
     if (!addr)
-        return -EFAULT;
+        return Errno{EFAULT};
     std::lock_guard<std::mutex> sg(send_mu_);
     {
         Lock lk(mu_);
-        int r = init_ep();
-        if (r)
-            return r;
+        if (Status s = init_ep(); !s.ok())
+            return s;
     }
-    if (::connect(udp_.fd, addr, len))
-        return -errno;
-    Dest* d = nullptr;
-    int r = get_dest(addr, len, d);
-    if (r)
-        return r;
+    if (::connect(udp_.get(), addr, len))
+        return Errno{errno};
+    Result<Dest*> d = get_dest(addr, len);
+    if (!d.ok())
+        return Errno{d.error()};
     Lock lk(mu_);
-    conn_dest_ = d;
-    return 0;
+    conn_dest_ = d.value();
+    return {};
 }
 
-ssize_t DgramSocket::send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) {
+Result<ssize_t> DgramSocket::send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) {
     std::lock_guard<std::mutex> sg(send_mu_);
     {
         Lock lk(mu_);
-        int r = init_ep();
-        if (r)
-            return r;
+        if (Status s = init_ep(); !s.ok())
+            return Errno{s.error()};
     }
     Dest* d = nullptr;
     {
@@ -777,25 +740,25 @@ ssize_t DgramSocket::send(const iovec* iov, int iovcnt, int flags, const sockadd
         d = conn_dest_;
     }
     if (dst) {
-        int r = get_dest(dst, dstlen, d);
-        if (r)
-            return r;
+        Result<Dest*> found = get_dest(dst, dstlen);
+        if (!found.ok())
+            return Errno{found.error()};
+        d = found.value();
     } else if (!d) {
-        return -EDESTADDRREQ;
+        return Errno{EDESTADDRREQ};
     }
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
     if (len + d->qp->hdr.length > d->qp->max_msg)
-        return -EMSGSIZE;
+        return Errno{EMSGSIZE};
     Lock lk(mu_);
     if (!d->ah) {
         lk.unlock();
         return send_udp(*d, iov, iovcnt, flags, Op::Data);
     }
-    int r = wait_until(lk, nonblocking(flags), [this] { return sqe_avail_ > 0; });
-    if (r)
-        return r;
+    if (Status s = wait_until(lk, nonblocking(flags), [this] { return sqe_avail_ > 0; }); !s.ok())
+        return Errno{s.error()};
     uint32_t off = free_slots_.back();
     free_slots_.pop_back();
     sqe_avail_--;
@@ -817,28 +780,25 @@ ssize_t DgramSocket::send(const iovec* iov, int iovcnt, int flags, const sockadd
     wr.wr.ud.remote_qpn = d->qpn;
     wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
     ibv_send_wr* bad = nullptr;
-    int e = ibv_post_send(d->qp->id->qp, &wr, &bad);
-    if (e) {
+    if (Status s = post_status(ibv_post_send(d->qp->id->qp, &wr, &bad)); !s.ok()) {
         free_slots_.push_back(off);
         sqe_avail_++;
-        return -e;
+        return Errno{s.error()};
     }
     return static_cast<ssize_t>(len);
 }
 
-ssize_t DgramSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) {
+Result<ssize_t> DgramSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) {
     std::lock_guard<std::mutex> rg(recv_mu_);
     Lock lk(mu_);
     if (state_ == kInit) {
-        int r = init_ep();
-        if (r)
-            return r;
+        if (Status s = init_ep(); !s.ok())
+            return Errno{s.error()};
     }
     if (!(state_ & kReadable))
-        return -EINVAL;
-    int r = wait_until(lk, nonblocking(flags), [this] { return have_rdata(); });
-    if (r)
-        return r;
+        return Errno{EINVAL};
+    if (Status s = wait_until(lk, nonblocking(flags), [this] { return have_rdata(); }); !s.ok())
+        return Errno{s.error()};
     Pending& m = rmsg_[rmsg_head_];
     const uint8_t* data = m.qp ? m.qp->rbuf.get() + m.offset : lbuf_.get() + m.offset;
     wire::DsHeader h;
@@ -858,7 +818,7 @@ ssize_t DgramSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* src
     }
     if (!(flags & MSG_PEEK)) {
         if (m.qp)
-            post_recv(*m.qp, m.offset);
+            (void)post_recv(*m.qp, m.offset);  // a slot that cannot be reposted stays unused
         else
             free_local_.push_back(m.offset);
         if (++rmsg_head_ == rq_size_ + 1)
@@ -870,10 +830,10 @@ ssize_t DgramSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* src
     return static_cast<ssize_t>(copied);
 }
 
-int DgramSocket::shutdown(int how) {
+Status DgramSocket::shutdown(int how) {
     if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
-        return -EINVAL;
-    return 0;
+        return Errno{EINVAL};
+    return {};
 }
 
 void DgramSocket::close() {
@@ -895,20 +855,24 @@ void DgramSocket::close() {
     }
 }
 
-int DgramSocket::getpeername(sockaddr* addr, socklen_t* len) {
-    return ::getpeername(udp_.fd, addr, len) ? -errno : 0;
+Status DgramSocket::getpeername(sockaddr* addr, socklen_t* len) {
+    if (::getpeername(udp_.get(), addr, len))
+        return Errno{errno};
+    return {};
 }
 
-int DgramSocket::getsockname(sockaddr* addr, socklen_t* len) {
-    return ::getsockname(udp_.fd, addr, len) ? -errno : 0;
+Status DgramSocket::getsockname(sockaddr* addr, socklen_t* len) {
+    if (::getsockname(udp_.get(), addr, len))
+        return Errno{errno};
+    return {};
 }
 
-int DgramSocket::setsockopt(int level, int name, const void* val, socklen_t len) {
+Status DgramSocket::setsockopt(int level, int name, const void* val, socklen_t len) {
     if (!val)
-        return -EFAULT;
+        return Errno{EFAULT};
     // Socket-level options belong to the UDP socket as well.
-    if (level != SOL_RDMA && ::setsockopt(udp_.fd, level, name, val, len))
-        return -errno;
+    if (level != SOL_RDMA && ::setsockopt(udp_.get(), level, name, val, len))
+        return Errno{errno};
     int v = 0;
     if (len >= sizeof(int))
         std::memcpy(&v, val, sizeof v);
@@ -918,54 +882,38 @@ int DgramSocket::setsockopt(int level, int name, const void* val, socklen_t len)
             rbuf_size_ = opts::rcvbuf(v);
         else if (name == SO_SNDBUF && !sbuf_)
             sbuf_size_ = opts::sndbuf(v);
-        return 0;
+        return {};
     }
     if (level != SOL_RDMA)
-        return 0;
-    int r = opts::check_set(level, name, val, len);
-    if (r)
-        return r;
+        return {};
+    if (int bad = opts::check_set(level, name, val, len))
+        return Errno{-bad};
     if (state_ != kInit)
-        return -EINVAL;
+        return Errno{EINVAL};
     switch (name) {
-    case RDMA_SQSIZE:
-        sq_size_ = opts::queue_value(v);
-        break;
-    case RDMA_RQSIZE:
-        rq_size_ = opts::queue_value(v);
-        break;
-    case RDMA_INLINE:
-        sq_inline_ = opts::queue_value(v);
-        break;
+    case RDMA_SQSIZE: sq_size_ = opts::queue_value(v); break;
+    case RDMA_RQSIZE: rq_size_ = opts::queue_value(v); break;
+    case RDMA_INLINE: sq_inline_ = opts::queue_value(v); break;
     default:  // RDMA_IOMAPSIZE, RDMA_ROUTE: stream sockets only
         break;
     }
-    return 0;
+    return {};
 }
 
-int DgramSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
+Status DgramSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
     if (!val || !len)
-        return -EFAULT;
+        return Errno{EFAULT};
     if (*len < sizeof(int))
-        return -EINVAL;
+        return Errno{EINVAL};
     Lock lk(mu_);
     int v;
     if (level == SOL_RDMA) {
         switch (name) {
-        case RDMA_SQSIZE:
-            v = sq_size_;
-            break;
-        case RDMA_RQSIZE:
-            v = rq_size_;
-            break;
-        case RDMA_INLINE:
-            v = sq_inline_;
-            break;
-        case RDMA_IOMAPSIZE:
-            v = 0;
-            break;
-        default:
-            return -ENOTSUP;
+        case RDMA_SQSIZE: v = sq_size_; break;
+        case RDMA_RQSIZE: v = rq_size_; break;
+        case RDMA_INLINE: v = sq_inline_; break;
+        case RDMA_IOMAPSIZE: v = 0; break;
+        default: return Errno{ENOTSUP};
         }
     } else if (level == SOL_SOCKET && name == SO_RCVBUF) {
         v = static_cast<int>(rbuf_size_);
@@ -973,11 +921,13 @@ int DgramSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
         v = static_cast<int>(sbuf_size_);
     } else {
         lk.unlock();
-        return ::getsockopt(udp_.fd, level, name, val, len) ? -errno : 0;
+        if (::getsockopt(udp_.get(), level, name, val, len))
+            return Errno{errno};
+        return {};
     }
     std::memcpy(val, &v, sizeof v);
     *len = sizeof v;
-    return 0;
+    return {};
 }
 
 int DgramSocket::get_flags() {
@@ -985,10 +935,9 @@ int DgramSocket::get_flags() {
     return fd_flags_;
 }
 
-int DgramSocket::set_flags(int flags) {
+void DgramSocket::set_flags(int flags) {
     Lock lk(mu_);
     fd_flags_ = flags;
-    return 0;
 }
 
 short DgramSocket::poll_check(short events) {
@@ -1017,7 +966,7 @@ int DgramSocket::poll_sleep_fds(pollfd* fds) {
         if (gen != gen_)
             return 0;
     }
-    fds[0] = {epfd_.fd, POLLIN, 0};
+    fds[0] = {epfd_.get(), POLLIN, 0};
     return 1;
 }
 
@@ -1028,17 +977,13 @@ void DgramSocket::poll_woken() {
 
 }  // namespace
 
-int create_dgram_socket(int domain, std::unique_ptr<Socket>& out) {
+Result<std::unique_ptr<Socket>> create_dgram_socket(int domain) {
     if (domain != AF_INET && domain != AF_INET6)
-        return -EAFNOSUPPORT;
-    auto s = std::unique_ptr<DgramSocket>(new (std::nothrow) DgramSocket);
-    if (!s)
-        return -ENOMEM;
-    int r = s->init(domain);
-    if (r)
-        return r;
-    out = std::move(s);
-    return 0;
+        return Errno{EAFNOSUPPORT};
+    auto s = std::make_unique<DgramSocket>();
+    if (Status st = s->init(domain); !st.ok())
+        return Errno{st.error()};
+    return std::unique_ptr<Socket>(std::move(s));
 }
 
 }  // namespace rdma::rs

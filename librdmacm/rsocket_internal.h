@@ -1,7 +1,18 @@
 // Internals of rsockets shared by rsocket*.cpp. The exported r* functions
-// (rsocket.cpp) look an index up in the fd table and call a Socket method;
-// methods return a value >= 0 or -errno, and the entry point turns the
-// latter into -1 with errno set. No exception crosses an entry point.
+// (rsocket.cpp) look an index up in the fd table and call a Socket method.
+//
+// Errors inside are values (util/result.h): a method or helper that can
+// fail returns Status or Result<T> carrying a positive errno, read from
+// errno right after the system, libibverbs or rdma_* call that failed, and
+// sets no errno itself; the exported function turns it into -1 with errno
+// through its util/c_entry.h barrier (entry_minus_one), the one place
+// rsockets write errno. A failure a call absorbs (recorded in the
+// connection's state, reported by rpoll as POLLERR, dropped on the service
+// thread) leaves errno as the C calls below left it. Methods called from an
+// entry point may throw (an allocation failure is std::bad_alloc, reported
+// as ENOMEM). Code that also runs on the service thread (accepting,
+// datagram address handles) reports failures as values instead: nothing
+// there may be left half done.
 #pragma once
 
 #include <fcntl.h>
@@ -13,6 +24,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,23 +35,37 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "util/result.h"
+#include "util/unique_fd.h"
+
 #define RSOCKET_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace rdma::rs {
+
+// Owners shared by the stream and datagram sockets: a registered memory
+// region (deregistered once) and a file descriptor (util/unique_fd.h).
+struct MrDeleter {
+    void operator()(ibv_mr* mr) const {
+        if (mr)
+            ibv_dereg_mr(mr);
+    }
+};
+using MrPtr = std::unique_ptr<ibv_mr, MrDeleter>;
+using Fd = rdma::UniqueFd;
 
 // ------------------------------------------------------------------ config
 
 // Administrator defaults, one integer per file under the configuration
 // directory (rsocket(7)); the built-in values are the reference's.
 struct Config {
-    uint32_t polling_time = 10;        // microseconds to spin before sleeping
+    uint32_t polling_time = 10;  // microseconds to spin before sleeping
     uint32_t wake_up_interval = 5000;  // longest single sleep in rpoll, ms
     uint16_t inline_default = 64;
     uint16_t sqsize_default = 384;
     uint16_t rqsize_default = 384;
-    uint32_t mem_default = 1 << 17;    // receive buffer bytes
-    uint32_t wmem_default = 1 << 17;   // send buffer bytes
-    uint16_t iomap_size = 0;           // remote iomap entries
+    uint32_t mem_default = 1 << 17;  // receive buffer bytes
+    uint32_t wmem_default = 1 << 17;  // send buffer bytes
+    uint16_t iomap_size = 0;  // remote iomap entries
 };
 
 // Reads the files present in `dir`; missing or unparsable files keep the
@@ -54,13 +80,13 @@ bool parse_config_value(const std::string& text, uint32_t& out);
 
 // --------------------------------------------------------------- constants
 
-constexpr uint32_t kSendLowWater = 2048;    // RS_SNDLOWAT: smallest useful send space
-constexpr uint32_t kFirstTransfer = 2048;   // first chunk of a large send
-constexpr uint32_t kMaxTransfer = 65536;    // chunks grow up to this
+constexpr uint32_t kSendLowWater = 2048;  // RS_SNDLOWAT: smallest useful send space
+constexpr uint32_t kFirstTransfer = 2048;  // first chunk of a large send
+constexpr uint32_t kMaxTransfer = 65536;  // chunks grow up to this
 constexpr uint16_t kQpMinSize = 16;
 constexpr uint16_t kQpMaxSize = 0xfffe;
-constexpr uint32_t kCtrlSlots = 4;          // control messages in flight (power of 2)
-constexpr int kConnRetries = 6;             // address/route resolution retries
+constexpr uint32_t kCtrlSlots = 4;  // control messages in flight (power of 2)
+constexpr int kConnRetries = 6;  // address/route resolution retries
 
 // --------------------------------------------------------------- fd table
 
@@ -120,7 +146,7 @@ private:
     // Pages are published through pages_ for lock-free readers and owned by
     // owners_; neither changes once set.
     std::array<std::atomic<std::atomic<T*>*>, kPages> pages_{};
-    std::array<std::unique_ptr<std::atomic<T*>[]>, kPages> owners_{};
+    std::array<std::unique_ptr<std::atomic<T*>[]>, kPages> owners_ {};
     std::mutex mu_;
 };
 
@@ -136,17 +162,19 @@ public:
     static Service& get();
     Service() = default;  // use get()
 
-    // Registers `fd` (level-triggered, readable); returns a token > 0, or
-    // -errno.
-    long add(int fd, Handler on_readable);
+    // Registers `fd` (level-triggered, readable); returns a token > 0.
+    Result<long> add(int fd, Handler on_readable);
     void remove(long token);
     bool on_service_thread() const;
 
 private:
     struct Impl;
-    Impl* impl();
-    std::once_flag once_;
-    Impl* impl_ = nullptr;
+    // Starts the thread on first use; when it cannot, says why (the next
+    // call tries again: one failed allocation must not disable listening
+    // sockets for the life of the process).
+    Result<Impl*> impl();
+    std::mutex start_mu_;
+    std::atomic<Impl*> impl_{nullptr};
 };
 
 // Name the service thread carries: librspreload leaves sockets this thread
@@ -155,21 +183,32 @@ constexpr const char* kServiceThreadName = "rsocket-svc";
 
 // ----------------------------------------------------------------- helpers
 
-// Creates a kernel socket without going through an interposed socket()
-// (librspreload would otherwise turn our own UDP socket into an rsocket).
+// The errno a C call that just failed left, as a value; `fallback` stands
+// in should it have left none. Read it right after that call.
+inline Errno errno_or(int fallback) noexcept { return Errno{errno ? errno : fallback}; }
+
+// A work request's post (ibv_post_send, ibv_post_recv): 0 or a positive
+// errno; anything else, which no provider of ours returns, reads as EIO.
+inline Status post_status(int r) noexcept { return r ? Status(Errno{r > 0 ? r : EIO}) : Status(); }
+
+// Stand-ins for system calls, with their convention (-1 and errno): the
+// caller reads errno right after, as after the call they replace.
+// raw_socket creates a kernel socket without going through an interposed
+// socket() (librspreload would otherwise turn our own UDP socket into an
+// rsocket); the poll and epoll calls go through entry points librspreload
+// does not interpose (ppoll, raw syscalls): our own waits must reach the
+// kernel directly.
 int raw_socket(int domain, int type, int protocol);
-
-int set_nonblocking(int fd, bool on);
-
-// poll() and epoll through entry points librspreload does not interpose
-// (ppoll, raw syscalls): our own waits must reach the kernel directly.
 int sys_poll(pollfd* fds, nfds_t nfds, int timeout_ms);
 int sys_epoll_create();
 int sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev);
 int sys_epoll_wait(int epfd, struct epoll_event* evs, int max, int timeout_ms);
 
+// Sets or clears O_NONBLOCK on a kernel fd.
+Status set_nonblocking(int fd, bool on);
+
 // One protection domain per device for rsockets whose cm_id has none.
-ibv_pd* device_pd(rdma_cm_id* id);
+Result<ibv_pd*> device_pd(rdma_cm_id* id);
 
 socklen_t sockaddr_length(const sockaddr* sa);
 
@@ -196,25 +235,28 @@ public:
     // Distinguishes a socket from a later one that reuses its index.
     uint64_t serial() const { return serial_; }
 
-    virtual int bind(const sockaddr* addr, socklen_t len) = 0;
-    virtual int listen(int backlog) = 0;
-    // Returns the accepted socket (caller registers its index) or -errno.
-    virtual int accept(std::unique_ptr<Socket>& out) = 0;
-    virtual int connect(const sockaddr* addr, socklen_t len) = 0;
-    virtual ssize_t recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) = 0;
-    virtual ssize_t send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) = 0;
-    virtual int shutdown(int how) = 0;
+    virtual Status bind(const sockaddr* addr, socklen_t len) = 0;
+    virtual Status listen(int backlog) = 0;
+    // The accepted socket (the caller registers its index).
+    virtual Result<std::unique_ptr<Socket>> accept() = 0;
+    virtual Status connect(const sockaddr* addr, socklen_t len) = 0;
+    // Byte counts.
+    virtual Result<ssize_t> recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) = 0;
+    virtual Result<ssize_t> send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) = 0;
+    virtual Status shutdown(int how) = 0;
     // Graceful part of rclose (the destructor releases resources).
     virtual void close() = 0;
-    virtual int getpeername(sockaddr* addr, socklen_t* len) = 0;
-    virtual int getsockname(sockaddr* addr, socklen_t* len) = 0;
-    virtual int setsockopt(int level, int name, const void* val, socklen_t len) = 0;
-    virtual int getsockopt(int level, int name, void* val, socklen_t* len) = 0;
+    virtual Status getpeername(sockaddr* addr, socklen_t* len) = 0;
+    virtual Status getsockname(sockaddr* addr, socklen_t* len) = 0;
+    virtual Status setsockopt(int level, int name, const void* val, socklen_t len) = 0;
+    virtual Status getsockopt(int level, int name, void* val, socklen_t* len) = 0;
+    // The rfcntl flag word: whatever F_SETFL stored last.
     virtual int get_flags() = 0;
-    virtual int set_flags(int flags) = 0;
-    virtual off_t iomap(void* buf, size_t len, int prot, int flags, off_t offset) { return -EINVAL; }
-    virtual int iounmap(void* buf, size_t len) { return -EINVAL; }
-    virtual ssize_t iowrite(const void* buf, size_t count, off_t offset, int flags) { return -EINVAL; }
+    virtual void set_flags(int flags) = 0;
+    // The offset the mapping is known by.
+    virtual Result<off_t> iomap(void* buf, size_t len, int prot, int flags, off_t offset) { return Errno{EINVAL}; }
+    virtual Status iounmap(void* buf, size_t len) { return Errno{EINVAL}; }
+    virtual Result<ssize_t> iowrite(const void* buf, size_t count, off_t offset, int flags) { return Errno{EINVAL}; }
 
     // rpoll support. check(): nonblocking progress, then the revents the
     // socket can report now. sleep_fds(): after a check found nothing,
@@ -238,14 +280,14 @@ private:
 };
 
 // Creates the socket objects (rsocket_stream.cpp / rsocket_dgram.cpp).
-int create_stream_socket(int domain, std::unique_ptr<Socket>& out);
-int create_dgram_socket(int domain, std::unique_ptr<Socket>& out);
+Result<std::unique_ptr<Socket>> create_stream_socket(int domain);
+Result<std::unique_ptr<Socket>> create_dgram_socket(int domain);
 
 // The table of live rsockets by index (rsocket.cpp).
 FdTable<Socket>& sockets();
 
 // rclose() of an index that is a repoll set rather than a socket
-// (rsocket_poll.cpp): 0, or -EBADF.
-int close_repoll(int index);
+// (rsocket_poll.cpp); EBADF when it is not one either.
+Status close_repoll(int index);
 
 }  // namespace rdma::rs

@@ -31,48 +31,32 @@ inline bool supported(int level, int name, Value& type) {
         case SO_RCVBUF:
         case SO_SNDBUF:
         case SO_KEEPALIVE:
-        case SO_OOBINLINE:
-            type = Value::Int;
-            return true;
-        case SO_LINGER:
-            type = Value::Linger;
-            return true;
-        default:
-            return false;
+        case SO_OOBINLINE: type = Value::Int; return true;
+        case SO_LINGER: type = Value::Linger; return true;
+        default: return false;
         }
     case IPPROTO_TCP:
         switch (name) {
         case TCP_KEEPIDLE:
-        case TCP_NODELAY:
-            type = Value::Int;
-            return true;
+        case TCP_NODELAY: type = Value::Int; return true;
         case TCP_KEEPCNT:
         case TCP_KEEPINTVL:
         case TCP_MAXSEG:
             type = Value::Any;  // accepted and ignored
             return true;
-        default:
-            return false;
+        default: return false;
         }
-    case IPPROTO_IPV6:
-        type = Value::Int;
-        return name == IPV6_V6ONLY;
+    case IPPROTO_IPV6: type = Value::Int; return name == IPV6_V6ONLY;
     case SOL_RDMA:
         switch (name) {
         case RDMA_SQSIZE:
         case RDMA_RQSIZE:
         case RDMA_INLINE:
-        case RDMA_IOMAPSIZE:
-            type = Value::Int;
-            return true;
-        case RDMA_ROUTE:
-            type = Value::PathData;
-            return true;
-        default:
-            return false;
+        case RDMA_IOMAPSIZE: type = Value::Int; return true;
+        case RDMA_ROUTE: type = Value::PathData; return true;
+        default: return false;
         }
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -94,12 +78,9 @@ inline int check_set(int level, int name, const void* val, socklen_t len) {
                 return -EINVAL;
         }
         return 0;
-    case Value::Linger:
-        return len < sizeof(linger) ? -EINVAL : 0;
-    case Value::PathData:
-        return (len == 0 || len % sizeof(ibv_path_data)) ? -EINVAL : 0;
-    case Value::Any:
-        return 0;
+    case Value::Linger: return len < sizeof(linger) ? -EINVAL : 0;
+    case Value::PathData: return (len == 0 || len % sizeof(ibv_path_data)) ? -EINVAL : 0;
+    case Value::Any: return 0;
     }
     return -EINVAL;
 }

@@ -13,6 +13,9 @@
 // nothing.
 #include "rsocket_internal.h"
 
+#include "util/c_entry.h"
+#include "util/immortal.h"
+
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -29,11 +32,11 @@ namespace rdma::rs {
 namespace {
 
 struct PollScratch {
-    std::vector<pollfd> kfds;     // what goes to the kernel
-    std::vector<int> owner;       // kfds[i] belongs to the caller's entry owner[i]
-    std::vector<Socket*> socks;   // caller entry -> rsocket (or null)
+    std::vector<pollfd> kfds;  // what goes to the kernel
+    std::vector<int> owner;  // kfds[i] belongs to the caller's entry owner[i]
+    std::vector<Socket*> socks;  // caller entry -> rsocket (or null)
     std::vector<char> woken;
-    std::vector<pollfd> sel;      // rselect / repoll conversions
+    std::vector<pollfd> sel;  // rselect / repoll conversions
     std::vector<int> sel_idx;
 };
 
@@ -44,8 +47,8 @@ PollScratch& scratch() {
 
 // One pass without sleeping: rsockets report through poll_check, ordinary
 // fds through a zero-timeout kernel poll. Returns the number of entries
-// with events, or -errno.
-int check_all(pollfd* fds, nfds_t nfds, PollScratch& s) {
+// with events.
+Result<int> check_all(pollfd* fds, nfds_t nfds, PollScratch& s) {
     s.kfds.clear();
     s.owner.clear();
     for (nfds_t i = 0; i < nfds; i++) {
@@ -59,7 +62,7 @@ int check_all(pollfd* fds, nfds_t nfds, PollScratch& s) {
     }
     if (!s.kfds.empty()) {
         if (sys_poll(s.kfds.data(), s.kfds.size(), 0) < 0)
-            return -errno;
+            return Errno{errno};
         for (size_t k = 0; k < s.kfds.size(); k++)
             fds[s.owner[k]].revents = s.kfds[k].revents;
     }
@@ -70,9 +73,9 @@ int check_all(pollfd* fds, nfds_t nfds, PollScratch& s) {
     return cnt;
 }
 
-int do_rpoll(pollfd* fds, nfds_t nfds, int timeout) {
+Result<int> do_rpoll(pollfd* fds, nfds_t nfds, int timeout) {
     if (nfds && !fds)
-        return -EFAULT;
+        return Errno{EFAULT};
     PollScratch& s = scratch();
     s.socks.resize(nfds);
     s.woken.resize(nfds);
@@ -82,8 +85,8 @@ int do_rpoll(pollfd* fds, nfds_t nfds, int timeout) {
     const Config& cfg = config();
     uint64_t start = now_us();
     for (;;) {
-        int cnt = check_all(fds, nfds, s);
-        if (cnt || timeout == 0)
+        Result<int> cnt = check_all(fds, nfds, s);
+        if (!cnt.ok() || cnt.value() || timeout == 0)
             return cnt;
         if (now_us() - start >= cfg.polling_time)
             break;
@@ -121,7 +124,7 @@ int do_rpoll(pollfd* fds, nfds_t nfds, int timeout) {
             }
             int n = sys_poll(s.kfds.data(), s.kfds.size(), wait);
             if (n < 0)
-                return -errno;
+                return Errno{errno};
             for (size_t k = 0; k < s.kfds.size(); k++)
                 if (s.kfds[k].revents && s.socks[s.owner[k]])
                     s.woken[s.owner[k]] = 1;
@@ -129,8 +132,8 @@ int do_rpoll(pollfd* fds, nfds_t nfds, int timeout) {
                 if (s.woken[i])
                     s.socks[i]->poll_woken();
         }
-        int cnt = check_all(fds, nfds, s);
-        if (cnt)
+        Result<int> cnt = check_all(fds, nfds, s);
+        if (!cnt.ok() || cnt.value())
             return cnt;
         if (deadline != UINT64_MAX && now_us() >= deadline)
             return 0;
@@ -154,11 +157,7 @@ struct Repoll {
     std::vector<Member> members;
 };
 
-FdTable<Repoll>& repolls() {
-    alignas(FdTable<Repoll>) static unsigned char storage[sizeof(FdTable<Repoll>)];
-    static FdTable<Repoll>* t = std::construct_at(reinterpret_cast<FdTable<Repoll>*>(storage));
-    return *t;
-}
+FdTable<Repoll>& repolls() { return rdma::immortal<FdTable<Repoll>>(); }
 
 short epoll_to_poll(uint32_t ev) {
     short p = 0;
@@ -190,51 +189,49 @@ uint32_t poll_to_epoll(short p) {
     return e;
 }
 
-int do_repoll_ctl(Repoll& rp, int op, int fd, epoll_event* event) {
+Status do_repoll_ctl(Repoll& rp, int op, int fd, epoll_event* event) {
     Socket* sock = sockets().get(fd);
     if (!sock) {
         if (sys_epoll_ctl(rp.epfd, op, fd, event))
-            return -errno;
-        return 0;
+            return Errno{errno};
+        return {};
     }
     if (op != EPOLL_CTL_DEL && !event)
-        return -EFAULT;
+        return Errno{EFAULT};
     if (op != EPOLL_CTL_DEL && (event->events & EPOLLET))
-        return -EINVAL;  // readiness of an rsocket is level-triggered only
+        return Errno{EINVAL};  // readiness of an rsocket is level-triggered only
     std::lock_guard<std::mutex> g(rp.mu);
-    auto it = std::find_if(rp.members.begin(), rp.members.end(), [&](const Repoll::Member& m) {
-        return m.index == fd && m.serial == sock->serial();
-    });
+    auto it = std::find_if(rp.members.begin(), rp.members.end(),
+                           [&](const Repoll::Member& m) { return m.index == fd && m.serial == sock->serial(); });
     switch (op) {
     case EPOLL_CTL_ADD:
         if (it != rp.members.end())
-            return -EEXIST;
+            return Errno{EEXIST};
         rp.members.push_back({fd, sock->serial(), event->events, event->data, false});
-        return 0;
+        return {};
     case EPOLL_CTL_MOD:
         if (it == rp.members.end())
-            return -ENOENT;
+            return Errno{ENOENT};
         it->events = event->events;
         it->data = event->data;
         it->disabled = false;
-        return 0;
+        return {};
     case EPOLL_CTL_DEL:
         if (it == rp.members.end())
-            return -ENOENT;
+            return Errno{ENOENT};
         rp.members.erase(it);
-        return 0;
-    default:
-        return -EINVAL;
+        return {};
+    default: return Errno{EINVAL};
     }
 }
 
 int collect_repoll(Repoll& rp, PollScratch& s, epoll_event* events, int maxevents);
 
-int do_repoll_wait(Repoll& rp, epoll_event* events, int maxevents, int timeout) {
+Result<int> do_repoll_wait(Repoll& rp, epoll_event* events, int maxevents, int timeout) {
     if (!events)
-        return -EFAULT;
+        return Errno{EFAULT};
     if (maxevents <= 0)
-        return -EINVAL;
+        return Errno{EINVAL};
     PollScratch& s = scratch();  // sel / sel_idx are ours; rpoll uses the rest
     {
         std::lock_guard<std::mutex> g(rp.mu);
@@ -254,7 +251,9 @@ int do_repoll_wait(Repoll& rp, epoll_event* events, int maxevents, int timeout) 
     }
     if (s.sel.empty()) {
         int r = sys_epoll_wait(rp.epfd, events, maxevents, timeout);
-        return r < 0 ? -errno : r;
+        if (r < 0)
+            return Errno{errno};
+        return r;
     }
     // The epoll fd itself is readable while an ordinary member is ready.
     s.sel.push_back({rp.epfd, POLLIN, 0});
@@ -265,10 +264,10 @@ int do_repoll_wait(Repoll& rp, epoll_event* events, int maxevents, int timeout) 
             uint64_t now = now_us();
             wait = now >= deadline ? 0 : static_cast<int>((deadline - now + 999) / 1000);
         }
-        int n = do_rpoll(s.sel.data(), s.sel.size(), wait);
-        if (n < 0)
+        Result<int> n = do_rpoll(s.sel.data(), s.sel.size(), wait);
+        if (!n.ok())
             return n;
-        int count = n ? collect_repoll(rp, s, events, maxevents) : 0;
+        int count = n.value() ? collect_repoll(rp, s, events, maxevents) : 0;
         // Readiness can vanish between the poll and the collection (another
         // thread read the data); 0 means a timeout to epoll callers.
         if (count || wait == 0)
@@ -306,53 +305,34 @@ int collect_repoll(Repoll& rp, PollScratch& s, epoll_event* events, int maxevent
 
 }  // namespace
 
-int close_repoll(int index) {
+Status close_repoll(int index) {
     Repoll* rp = repolls().erase(index);
     if (!rp)
-        return -EBADF;
+        return Errno{EBADF};
     std::unique_ptr<Repoll> owner(rp);
     ::close(rp->epfd);
-    return 0;
+    return {};
 }
 
 }  // namespace rdma::rs
 
 using namespace rdma::rs;
-
-namespace {
-
-template <class F>
-int guarded(F fn) {
-    try {
-        int r = fn();
-        if (r < 0) {
-            errno = -r;
-            return -1;
-        }
-        return r;
-    } catch (const std::bad_alloc&) {
-        errno = ENOMEM;
-    } catch (...) {
-        errno = EIO;
-    }
-    return -1;
-}
-
-}  // namespace
+using rdma::Errno;
+using rdma::Result;
+using rdma::Status;
 
 RSOCKET_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) {
-    return guarded([&] { return do_rpoll(fds, nfds, timeout); });
+    return rdma::entry_minus_one([&] { return do_rpoll(fds, nfds, timeout); });
 }
 
-RSOCKET_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
-                           struct timeval* timeout) {
-    return guarded([&]() -> int {
+RSOCKET_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, struct timeval* timeout) {
+    return rdma::entry_minus_one([&]() -> Result<int> {
         if (nfds < 0 || nfds > FD_SETSIZE)
-            return -EINVAL;
+            return Errno{EINVAL};
         int ms = -1;
         if (timeout) {
             if (timeout->tv_sec < 0 || timeout->tv_usec < 0)
-                return -EINVAL;
+                return Errno{EINVAL};
             long long t = static_cast<long long>(timeout->tv_sec) * 1000 + timeout->tv_usec / 1000;
             ms = static_cast<int>(std::min<long long>(t, INT_MAX));
         }
@@ -374,8 +354,8 @@ RSOCKET_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* 
             if (want)
                 fds.push_back({fd, ev, 0});
         }
-        int n = do_rpoll(fds.data(), fds.size(), ms);
-        if (n < 0)
+        Result<int> n = do_rpoll(fds.data(), fds.size(), ms);
+        if (!n.ok())
             return n;
         if (readfds)
             FD_ZERO(readfds);
@@ -403,19 +383,17 @@ RSOCKET_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* 
 }
 
 RSOCKET_EXPORT int repoll_create(int size) {
-    return guarded([&]() -> int {
+    return rdma::entry_minus_one([&]() -> Result<int> {
         if (size <= 0)
-            return -EINVAL;
-        auto rp = std::unique_ptr<Repoll>(new (std::nothrow) Repoll);
-        if (!rp)
-            return -ENOMEM;
+            return Errno{EINVAL};
+        auto rp = std::make_unique<Repoll>();
         rp->epfd = sys_epoll_create();
         if (rp->epfd < 0)
-            return -errno;
+            return Errno{errno};
         int fd = rp->epfd;
         if (!repolls().insert(fd, rp.get())) {
             ::close(fd);
-            return -ENOMEM;
+            return Errno{ENOMEM};
         }
         rp.release();
         return fd;
@@ -423,21 +401,21 @@ RSOCKET_EXPORT int repoll_create(int size) {
 }
 
 RSOCKET_EXPORT int repoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
-    return guarded([&]() -> int {
+    return rdma::entry_minus_one([&]() -> Status {
         Repoll* rp = repolls().get(epfd);
         if (!rp)
-            return -EBADF;
+            return Errno{EBADF};
         if (fd == epfd)
-            return -EINVAL;
+            return Errno{EINVAL};
         return do_repoll_ctl(*rp, op, fd, event);
     });
 }
 
 RSOCKET_EXPORT int repoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
-    return guarded([&]() -> int {
+    return rdma::entry_minus_one([&]() -> Result<int> {
         Repoll* rp = repolls().get(epfd);
         if (!rp)
-            return -EBADF;
+            return Errno{EBADF};
         return do_repoll_wait(*rp, events, maxevents, timeout);
     });
 }

@@ -20,6 +20,7 @@
 #include "rsocket_internal.h"
 #include "rsocket_options.h"
 #include "rsocket_wire.h"
+#include "util/unique_fd.h"
 
 #include <endian.h>
 #include <netinet/in.h>
@@ -66,34 +67,6 @@ enum State : int {
 
 constexpr uint64_t kRecvWrFlag = 1ull << 63;
 constexpr int kPollBatch = 16;
-
-struct MrDeleter {
-    void operator()(ibv_mr* mr) const {
-        if (mr)
-            ibv_dereg_mr(mr);
-    }
-};
-using MrPtr = std::unique_ptr<ibv_mr, MrDeleter>;
-
-struct Fd {
-    int fd = -1;
-    Fd() = default;
-    explicit Fd(int f) : fd(f) {}
-    Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd = std::exchange(o.fd, -1);
-        }
-        return *this;
-    }
-    ~Fd() { reset(); }
-    void reset() {
-        if (fd >= 0)
-            ::close(fd);
-        fd = -1;
-    }
-};
 
 // A received message not yet consumed by rrecv: its opcode and remaining
 // byte count.
@@ -164,8 +137,6 @@ size_t iov_total(const iovec* iov, int cnt) {
     return total;
 }
 
-int errno_or(int fallback) { return errno ? errno : fallback; }
-
 // Maps a CM event's status to an errno the way a failed synchronous
 // rdma_cm call reports it.
 int event_errno(const rdma_cm_event& ev) {
@@ -185,8 +156,8 @@ struct AcceptQueue {
     Fd ready_fd;  // eventfd (semaphore): readable while sockets are queued
     std::mutex mu;
     std::deque<std::unique_ptr<StreamSocket>> ready;
-    size_t limit = 1;     // the listen backlog
-    long token = 0;       // service registration; 0 while paused or closed
+    size_t limit = 1;  // the listen backlog
+    long token = 0;  // service registration; 0 while paused or closed
     bool paused = false;  // full: requests wait in the kernel's backlog
     int error = 0;
 };
@@ -196,27 +167,27 @@ public:
     StreamSocket() : Socket(Kind::Stream) {}
     ~StreamSocket() override;
 
-    int init(int domain);
+    Status init(int domain);
     // Builds the socket for a connection request taken from `listener`.
     static std::unique_ptr<StreamSocket> from_request(StreamSocket& listener, rdma_cm_event* ev);
 
-    int bind(const sockaddr* addr, socklen_t len) override;
-    int listen(int backlog) override;
-    int accept(std::unique_ptr<Socket>& out) override;
-    int connect(const sockaddr* addr, socklen_t len) override;
-    ssize_t recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) override;
-    ssize_t send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) override;
-    int shutdown(int how) override;
+    Status bind(const sockaddr* addr, socklen_t len) override;
+    Status listen(int backlog) override;
+    Result<std::unique_ptr<Socket>> accept() override;
+    Status connect(const sockaddr* addr, socklen_t len) override;
+    Result<ssize_t> recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) override;
+    Result<ssize_t> send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) override;
+    Status shutdown(int how) override;
     void close() override;
-    int getpeername(sockaddr* addr, socklen_t* len) override;
-    int getsockname(sockaddr* addr, socklen_t* len) override;
-    int setsockopt(int level, int name, const void* val, socklen_t len) override;
-    int getsockopt(int level, int name, void* val, socklen_t* len) override;
+    Status getpeername(sockaddr* addr, socklen_t* len) override;
+    Status getsockname(sockaddr* addr, socklen_t* len) override;
+    Status setsockopt(int level, int name, const void* val, socklen_t len) override;
+    Status getsockopt(int level, int name, void* val, socklen_t* len) override;
     int get_flags() override;
-    int set_flags(int flags) override;
-    off_t iomap(void* buf, size_t len, int prot, int flags, off_t offset) override;
-    int iounmap(void* buf, size_t len) override;
-    ssize_t iowrite(const void* buf, size_t count, off_t offset, int flags) override;
+    void set_flags(int flags) override;
+    Result<off_t> iomap(void* buf, size_t len, int prot, int flags, off_t offset) override;
+    Status iounmap(void* buf, size_t len) override;
+    Result<ssize_t> iowrite(const void* buf, size_t count, off_t offset, int flags) override;
     short poll_check(short events) override;
     int poll_sleep_fds(pollfd* fds) override;
     void poll_woken() override;
@@ -226,18 +197,18 @@ private:
 
     // ---- setup
     int cm_fd() const { return channel_->fd; }
-    int create_ep();
+    Status create_ep();
     void save_peer(const wire::PeerInfo& peer);
     wire::ConnData conn_data() const;
     size_t conn_data_offset() const { return domain_ == AF_IB ? wire::kIbConnectHdrSize : 0; }
-    int start_resolve();
-    int advance_connect(Lock& lk, bool nonblock);
-    int process_cm_events(Lock& lk);
+    Status start_resolve();
+    Status advance_connect(Lock& lk, bool nonblock);
+    Status process_cm_events(Lock& lk);
     void handle_cm_event(const rdma_cm_event& ev);
     void connect_failed(int err);
     void peer_disconnected();
     void on_listen_event();
-    int set_keepalive(bool on);
+    Status set_keepalive(bool on);
     void on_keepalive_timer();
 
     // ---- data path (mu_ held)
@@ -245,7 +216,7 @@ private:
     bool ctrl_avail() const { return ctrl_seqno_ != ctrl_max_seqno_; }
     bool can_send() const {
         return sqe_avail_ > 0 && sbuf_bytes_avail_ >= kSendLowWater && sseq_no_ != sseq_comp_ &&
-               target_sgl_[target_sge_].length != 0;
+            target_sgl_[target_sge_].length != 0;
     }
     bool have_rdata() const { return rmsg_head_ != rmsg_tail_; }
     bool all_sends_done() const {
@@ -254,26 +225,26 @@ private:
     uint32_t sbuf_left() const {
         return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_.get() + sbuf_size_) - ssgl_[0].addr);
     }
-    int post(ibv_send_wr& wr);
-    int post_msg(uint32_t msg);
-    int post_write(ibv_sge* sgl, int nsge, uint32_t wr_data, int flags, uint64_t addr, uint32_t rkey);
-    int post_write_msg(ibv_sge* sgl, int nsge, uint32_t msg, int flags, uint64_t addr, uint32_t rkey);
-    int post_recv();
-    int write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags);
+    Status post(ibv_send_wr& wr);
+    Status post_msg(uint32_t msg);
+    Status post_write(ibv_sge* sgl, int nsge, uint32_t wr_data, int flags, uint64_t addr, uint32_t rkey);
+    Status post_write_msg(ibv_sge* sgl, int nsge, uint32_t msg, int flags, uint64_t addr, uint32_t rkey);
+    Status post_recv();
+    Status write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags);
     void send_credits();
     void update_credits();
-    int poll_cq();
+    void poll_cq();
     void drain_cq_events();
     void progress();
     template <class Pred>
-    int wait_until(Lock& lk, bool nonblock, Pred pred);
+    Status wait_until(Lock& lk, bool nonblock, Pred pred);
     bool cm_fd_readable() const;
     // Copies `len` bytes into the send buffer ring (one or two SGEs).
-    int stage_and_write(IovCursor& cur, uint32_t len, bool direct, const wire::Iomap* iom, uint64_t offset);
-    int send_iomaps(Lock& lk, int flags);
+    Status stage_and_write(IovCursor& cur, uint32_t len, bool direct, const wire::Iomap* iom, uint64_t offset);
+    Status send_iomaps(Lock& lk, int flags);
     void copy_from_rbuf(IovCursor& cur, uint32_t& offset, uint32_t n);
     bool find_iomap(uint64_t offset, wire::Iomap& out) const;
-    int finish_open(Lock& lk, bool nonblock);
+    Status finish_open(Lock& lk, bool nonblock);
 
     // ---- identity
     int domain_ = AF_INET;
@@ -311,8 +282,8 @@ private:
     std::unique_ptr<uint8_t[]> rbuf_;
     std::unique_ptr<uint8_t[]> target_buf_;
     MrPtr smr_, rmr_, target_mr_;
-    volatile wire::Sge* target_sgl_ = nullptr;     // written by the peer
-    volatile wire::Iomap* target_iomap_ = nullptr; // written by the peer
+    volatile wire::Sge* target_sgl_ = nullptr;  // written by the peer
+    volatile wire::Iomap* target_iomap_ = nullptr;  // written by the peer
     std::unique_ptr<RecvMsg[]> rmsg_;
     int rmsg_head_ = 0;
     int rmsg_tail_ = 0;
@@ -340,9 +311,9 @@ private:
 
     // ---- iomaps
     std::vector<IomapMr> remote_iomappings_;  // one per slot of the peer's iomap table
-    std::list<IomapMr*> iomap_list_;          // announced (or local only)
-    std::list<IomapMr*> iomap_queue_;         // to announce with the next send
-    std::list<IomapMr> local_iomappings_;     // storage of the local-only ones
+    std::list<IomapMr*> iomap_list_;  // announced (or local only)
+    std::list<IomapMr*> iomap_queue_;  // to announce with the next send
+    std::list<IomapMr> local_iomappings_;  // storage of the local-only ones
     bool iomap_pending_ = false;
 
     // ---- waiting
@@ -357,7 +328,7 @@ private:
 
 // ------------------------------------------------------------------ setup
 
-int StreamSocket::init(int domain) {
+Status StreamSocket::init(int domain) {
     const Config& cfg = config();
     domain_ = domain;
     sbuf_size_ = cfg.wmem_default;
@@ -369,13 +340,13 @@ int StreamSocket::init(int domain) {
 
     channel_ = rdma_create_event_channel();
     if (!channel_)
-        return -errno_or(ENOMEM);
-    if (set_nonblocking(channel_->fd, true))
-        return -errno_or(EINVAL);
+        return errno_or(ENOMEM);
+    if (Status s = set_nonblocking(channel_->fd, true); !s.ok())
+        return s;
     if (rdma_create_id(channel_, &id_, this, RDMA_PS_TCP))
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     index_ = channel_->fd;
-    return 0;
+    return {};
 }
 
 StreamSocket::~StreamSocket() {
@@ -411,13 +382,14 @@ StreamSocket::~StreamSocket() {
         rdma_destroy_event_channel(channel_);
 }
 
-int StreamSocket::create_ep() {
+Status StreamSocket::create_ep() {
     ibv_context* verbs = id_->verbs;
     if (!verbs)
-        return -EINVAL;
-    pd_ = device_pd(id_);
-    if (!pd_)
-        return -errno_or(ENOMEM);
+        return Errno{EINVAL};
+    Result<ibv_pd*> pd = device_pd(id_);
+    if (!pd.ok())
+        return Errno{pd.error()};
+    pd_ = pd.value();
 
     ibv_device_attr dattr{};
     uint32_t max_size = kQpMaxSize;
@@ -430,16 +402,16 @@ int StreamSocket::create_ep() {
     // then sends its messages separately. We only speak the write-with-
     // immediate form.
     if (verbs->device->transport_type == IBV_TRANSPORT_IWARP)
-        return -EOPNOTSUPP;
+        return Errno{EOPNOTSUPP};
 
     cq_channel_ = ibv_create_comp_channel(verbs);
     if (!cq_channel_)
-        return -errno_or(ENOMEM);
-    if (set_nonblocking(cq_channel_->fd, true))
-        return -errno_or(EINVAL);
+        return errno_or(ENOMEM);
+    if (Status s = set_nonblocking(cq_channel_->fd, true); !s.ok())
+        return s;
     cq_ = ibv_create_cq(verbs, sq_size_ + rq_size_, this, cq_channel_, 0);
     if (!cq_)
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
 
     ibv_qp_init_attr attr{};
     attr.qp_context = this;
@@ -453,9 +425,11 @@ int StreamSocket::create_ep() {
     attr.cap.max_recv_sge = 1;
     attr.cap.max_inline_data = sq_inline_;
     if (rdma_create_qp(id_, pd_, &attr))
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(attr.cap.max_inline_data, kQpMaxSize));
 
+    // Failures are values here, not exceptions: this also runs on the
+    // service thread for an accepted request, which must then be rejected.
     rmsg_.reset(new (std::nothrow) RecvMsg[rq_size_ + 1]());
     uint32_t total_sbuf = sbuf_size_;
     if (sq_inline_ < sizeof(wire::Sge))
@@ -465,19 +439,18 @@ int StreamSocket::create_ep() {
     target_buf_.reset(new (std::nothrow) uint8_t[table_len]());
     rbuf_.reset(new (std::nothrow) uint8_t[rbuf_size_ ? rbuf_size_ : 1]());
     if (!rmsg_ || !sbuf_ || !target_buf_ || !rbuf_)
-        return -ENOMEM;
+        return Errno{ENOMEM};
 
     smr_.reset(ibv_reg_mr(pd_, sbuf_.get(), total_sbuf, IBV_ACCESS_LOCAL_WRITE));
-    target_mr_.reset(ibv_reg_mr(pd_, target_buf_.get(), table_len,
-                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
-    rmr_.reset(ibv_reg_mr(pd_, rbuf_.get(), rbuf_size_ ? rbuf_size_ : 1,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    target_mr_.reset(ibv_reg_mr(pd_, target_buf_.get(), table_len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+    rmr_.reset(
+        ibv_reg_mr(pd_, rbuf_.get(), rbuf_size_ ? rbuf_size_ : 1, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
     if (!smr_ || !target_mr_ || !rmr_)
-        return -errno_or(ENOMEM);
+        return errno_or(ENOMEM);
     target_sgl_ = reinterpret_cast<volatile wire::Sge*>(target_buf_.get());
     if (target_iomap_size_)
-        target_iomap_ = reinterpret_cast<volatile wire::Iomap*>(target_buf_.get() +
-                                                                sizeof(wire::Sge) * wire::kTargetSglEntries);
+        target_iomap_ =
+            reinterpret_cast<volatile wire::Iomap*>(target_buf_.get() + sizeof(wire::Sge) * wire::kTargetSglEntries);
 
     ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_.get());
     ssgl_[0].lkey = ssgl_[1].lkey = smr_->lkey;
@@ -488,11 +461,10 @@ int StreamSocket::create_ep() {
     rseq_comp_ = rq_size_ >> 1;
 
     for (int i = 0; i < rq_size_; i++) {
-        int r = post_recv();
-        if (r)
-            return r;
+        if (Status s = post_recv(); !s.ok())
+            return s;
     }
-    return 0;
+    return {};
 }
 
 wire::ConnData StreamSocket::conn_data() const {
@@ -521,46 +493,46 @@ void StreamSocket::save_peer(const wire::PeerInfo& peer) {
 
 // ------------------------------------------------------- connection setup
 
-int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
+Status StreamSocket::bind(const sockaddr* addr, socklen_t len) {
     if (!addr)
-        return -EFAULT;
+        return Errno{EFAULT};
     if (len < sockaddr_length(addr))
-        return -EINVAL;
+        return Errno{EINVAL};
     Lock lk(mu_);
     if (state_ != kInit)
-        return -EINVAL;
+        return Errno{EINVAL};
     if (rdma_bind_addr(id_, const_cast<sockaddr*>(addr)))
-        return -errno_or(EINVAL);
+        return errno_or(EINVAL);
     state_ = kBound;
-    return 0;
+    return {};
 }
 
-int StreamSocket::listen(int backlog) {
+Status StreamSocket::listen(int backlog) {
     Lock lk(mu_);
     if (state_ == kListening)
-        return 0;
+        return {};
     if (state_ != kInit && state_ != kBound)
-        return -EINVAL;
+        return Errno{EINVAL};
     if (rdma_listen(id_, backlog))
-        return -errno_or(EINVAL);
+        return errno_or(EINVAL);
     auto q = std::unique_ptr<AcceptQueue>(new (std::nothrow) AcceptQueue);
     if (!q)
-        return -ENOMEM;
+        return Errno{ENOMEM};
     q->ready_fd = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE));
-    if (q->ready_fd.fd < 0)
-        return -errno_or(EMFILE);
+    if (q->ready_fd.get() < 0)
+        return errno_or(EMFILE);
     q->limit = static_cast<size_t>(std::clamp(backlog, 1, 4096));
     accept_q_ = std::move(q);
     state_ = kListening;
     lk.unlock();
     // Connections are accepted in the background, so that peers connect
     // even before the application calls raccept (like a TCP backlog).
-    long token = Service::get().add(cm_fd(), [this] { on_listen_event(); });
-    if (token < 0)
-        return static_cast<int>(token);
+    Result<long> token = Service::get().add(cm_fd(), [this] { on_listen_event(); });
+    if (!token.ok())
+        return Errno{token.error()};
     std::lock_guard<std::mutex> g(accept_q_->mu);
-    accept_q_->token = token;
-    return 0;
+    accept_q_->token = token.value();
+    return {};
 }
 
 // Service thread: take connection requests off the listening id.
@@ -585,7 +557,7 @@ void StreamSocket::on_listen_event() {
                 std::lock_guard<std::mutex> g(accept_q_->mu);
                 accept_q_->error = ENODEV;
                 uint64_t one = 1;
-                (void)!::write(accept_q_->ready_fd.fd, &one, sizeof one);
+                (void)!::write(accept_q_->ready_fd.get(), &one, sizeof one);
             }
             rdma_ack_cm_event(ev);
             continue;
@@ -596,7 +568,7 @@ void StreamSocket::on_listen_event() {
         std::lock_guard<std::mutex> g(accept_q_->mu);
         accept_q_->ready.push_back(std::move(s));
         uint64_t one = 1;
-        (void)!::write(accept_q_->ready_fd.fd, &one, sizeof one);
+        (void)!::write(accept_q_->ready_fd.get(), &one, sizeof one);
     }
 }
 
@@ -632,7 +604,7 @@ std::unique_ptr<StreamSocket> StreamSocket::from_request(StreamSocket& listener,
         s->target_iomap_size_ = listener.target_iomap_size_;
     }
     s->channel_ = rdma_create_event_channel();
-    if (!s->channel_ || set_nonblocking(s->channel_->fd, true) || rdma_migrate_id(new_id, s->channel_)) {
+    if (!s->channel_ || !set_nonblocking(s->channel_->fd, true).ok() || rdma_migrate_id(new_id, s->channel_)) {
         rdma_reject(new_id, nullptr, 0);
         rdma_destroy_id(new_id);
         return nullptr;
@@ -642,7 +614,7 @@ std::unique_ptr<StreamSocket> StreamSocket::from_request(StreamSocket& listener,
     s->index_ = s->channel_->fd;
 
     Lock lk(s->mu_);
-    if (s->create_ep()) {
+    if (!s->create_ep().ok()) {
         rdma_reject(new_id, nullptr, 0);
         return nullptr;  // the destructor destroys the id
     }
@@ -661,70 +633,71 @@ std::unique_ptr<StreamSocket> StreamSocket::from_request(StreamSocket& listener,
     return s;
 }
 
-int StreamSocket::accept(std::unique_ptr<Socket>& out) {
+Result<std::unique_ptr<Socket>> StreamSocket::accept() {
     if (!accept_q_)
-        return -EINVAL;
+        return Errno{EINVAL};
     AcceptQueue& q = *accept_q_;
+    std::unique_ptr<Socket> out;
     for (;;) {
         bool resume = false;
         {
             std::lock_guard<std::mutex> g(q.mu);
             if (!q.ready.empty()) {
                 uint64_t v;
-                (void)!::read(q.ready_fd.fd, &v, sizeof v);
+                (void)!::read(q.ready_fd.get(), &v, sizeof v);
                 out = std::move(q.ready.front());
                 q.ready.pop_front();
                 resume = q.paused;
                 q.paused = false;
             } else if (q.error) {
-                return -q.error;
+                return Errno{q.error};
             }
         }
         if (out) {
+            // Taking requests again can fail; the connection in hand is
+            // still the caller's, and a later raccept reports the failure.
             if (resume) {
-                long token = Service::get().add(cm_fd(), [this] { on_listen_event(); });
+                Result<long> token = Service::get().add(cm_fd(), [this] { on_listen_event(); });
                 std::lock_guard<std::mutex> g(q.mu);
-                if (token > 0)
-                    q.token = token;
+                if (token.ok())
+                    q.token = token.value();
                 else
-                    q.error = static_cast<int>(-token);
+                    q.error = token.error();
             }
-            return 0;
+            return out;
         }
         if (fd_flags_ & O_NONBLOCK)
-            return -EAGAIN;
-        pollfd p{q.ready_fd.fd, POLLIN, 0};
+            return Errno{EAGAIN};
+        pollfd p{q.ready_fd.get(), POLLIN, 0};
         if (sys_poll(&p, 1, static_cast<int>(config().wake_up_interval)) < 0 && errno == EINTR)
-            return -EINTR;
+            return Errno{EINTR};
     }
 }
 
-int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
+Status StreamSocket::connect(const sockaddr* addr, socklen_t len) {
     if (!addr)
-        return -EFAULT;
+        return Errno{EFAULT};
     if (len < sockaddr_length(addr) || len > sizeof(sockaddr_storage))
-        return -EINVAL;
+        return Errno{EINVAL};
     Lock lk(mu_);
     if (state_ == kInit || state_ == kBound) {
         std::memcpy(&id_->route.addr.dst_addr, addr, len);
         retries_ = 0;
-        int r = start_resolve();
-        if (r) {
-            connect_failed(-r);
-            return r;
+        if (Status s = start_resolve(); !s.ok()) {
+            connect_failed(s.error());
+            return s;
         }
     }
-    int r = advance_connect(lk, (fd_flags_ & O_NONBLOCK) != 0);
-    return r;
+    return advance_connect(lk, (fd_flags_ & O_NONBLOCK) != 0);
 }
 
-int StreamSocket::start_resolve() {
+Status StreamSocket::start_resolve() {
     int timeout = 1000 << retries_++;
     sockaddr* dst = reinterpret_cast<sockaddr*>(&id_->route.addr.dst_addr);
     if (rdma_resolve_addr(id_, nullptr, dst, timeout))
-        return -errno_or(EINVAL);
+        return errno_or(EINVAL);
     state_ = kResolvingAddr;
-    return 0;
+    return {};
 }
 
 void StreamSocket::connect_failed(int err) {
@@ -734,44 +707,43 @@ void StreamSocket::connect_failed(int err) {
     cv_.notify_all();
 }
 
-// Runs the setup state machine as far as events allow. Returns 0 once
-// connected, -EINPROGRESS when it would have to wait (nonblocking), or the
+// Runs the setup state machine as far as events allow: done once
+// connected, EINPROGRESS when it would have to wait (nonblocking), or the
 // failure.
-int StreamSocket::advance_connect(Lock& lk, bool nonblock) {
+Status StreamSocket::advance_connect(Lock& lk, bool nonblock) {
     for (;;) {
         if (state_ & kConnected)
-            return 0;
-        if (state_ == kConnectError) {
-            return -(err_ ? err_ : ECONNREFUSED);
-        }
+            return {};
+        if (state_ == kConnectError)
+            return Errno{err_ ? err_ : ECONNREFUSED};
         if (state_ == kDisconnected || state_ == kError)
-            return 0;
+            return {};
         if (!(state_ & kOpening))
-            return -EINVAL;
-        int r = process_cm_events(lk);
-        if (r)
-            return r;
+            return Errno{EINVAL};
+        if (Status s = process_cm_events(lk); !s.ok())
+            return s;
         if (!(state_ & kOpening))
             continue;
         if (nonblock)
-            return -EINPROGRESS;
+            return Errno{EINPROGRESS};
         pollfd p{cm_fd(), POLLIN, 0};
         lk.unlock();
         int n = sys_poll(&p, 1, static_cast<int>(config().wake_up_interval));
         int e = errno;
         lk.lock();
         if (n < 0 && e == EINTR)
-            return -EINTR;
+            return Errno{EINTR};
     }
 }
 
-int StreamSocket::process_cm_events(Lock&) {
+// Handles the events queued on the CM channel; done once it is empty.
+Status StreamSocket::process_cm_events(Lock&) {
     for (;;) {
         rdma_cm_event* ev = nullptr;
         if (rdma_get_cm_event(channel_, &ev)) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-                return 0;
-            return -errno_or(EIO);
+                return {};
+            return errno_or(EIO);
         }
         handle_cm_event(*ev);
         rdma_ack_cm_event(ev);
@@ -795,7 +767,7 @@ void StreamSocket::handle_cm_event(const rdma_cm_event& ev) {
         }
         int timeout = 1000 << retries_++;
         if (rdma_resolve_route(id_, timeout))
-            connect_failed(errno_or(EHOSTUNREACH));
+            connect_failed(errno_or(EHOSTUNREACH).value);
         else
             state_ = kResolvingRoute;
         break;
@@ -804,9 +776,8 @@ void StreamSocket::handle_cm_event(const rdma_cm_event& ev) {
         if (state_ != kResolvingAddr)
             break;
         if (event_errno(ev) == ETIMEDOUT && retries_ <= kConnRetries) {
-            int r = start_resolve();
-            if (r)
-                connect_failed(-r);
+            if (Status s = start_resolve(); !s.ok())
+                connect_failed(s.error());
         } else {
             connect_failed(event_errno(ev));
         }
@@ -814,9 +785,8 @@ void StreamSocket::handle_cm_event(const rdma_cm_event& ev) {
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
         if (state_ != kResolvingRoute)
             break;
-        int r = create_ep();
-        if (r) {
-            connect_failed(-r);
+        if (Status s = create_ep(); !s.ok()) {
+            connect_failed(s.error());
             break;
         }
         uint8_t pdata[wire::kIbConnectHdrSize + sizeof(wire::ConnData)] = {};
@@ -831,7 +801,7 @@ void StreamSocket::handle_cm_event(const rdma_cm_event& ev) {
         param.rnr_retry_count = 7;
         retries_ = 0;
         if (rdma_connect(id_, &param))
-            connect_failed(errno_or(ECONNREFUSED));
+            connect_failed(errno_or(ECONNREFUSED).value);
         else
             state_ = kConnecting;
         break;
@@ -842,7 +812,7 @@ void StreamSocket::handle_cm_event(const rdma_cm_event& ev) {
         if (event_errno(ev) == ETIMEDOUT && retries_ <= kConnRetries) {
             int timeout = 1000 << retries_++;
             if (rdma_resolve_route(id_, timeout))
-                connect_failed(errno_or(EHOSTUNREACH));
+                connect_failed(errno_or(EHOSTUNREACH).value);
         } else {
             connect_failed(event_errno(ev));
         }
@@ -878,8 +848,7 @@ void StreamSocket::handle_cm_event(const rdma_cm_event& ev) {
         else
             peer_disconnected();
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -899,26 +868,25 @@ void StreamSocket::peer_disconnected() {
 }
 
 // For calls that need a connection: finish a setup in progress first.
-int StreamSocket::finish_open(Lock& lk, bool nonblock) {
+Status StreamSocket::finish_open(Lock& lk, bool nonblock) {
     if (state_ == kConnectError)
-        return -ECONNRESET;  // what the reference's calls run into
+        return Errno{ECONNRESET};  // what the reference's calls run into
     if (!(state_ & kOpening))
-        return 0;
-    int r = advance_connect(lk, nonblock);
-    if (r == -EINPROGRESS)
-        return -EAGAIN;
-    return r;
+        return {};
+    Status s = advance_connect(lk, nonblock);
+    if (s.error() == EINPROGRESS)
+        return Errno{EAGAIN};
+    return s;
 }
 
 // ------------------------------------------------------------ data path
 
-int StreamSocket::post(ibv_send_wr& wr) {
+Status StreamSocket::post(ibv_send_wr& wr) {
     ibv_send_wr* bad = nullptr;
-    int r = ibv_post_send(id_->qp, &wr, &bad);
-    return r ? -(r > 0 ? r : EIO) : 0;
+    return post_status(ibv_post_send(id_->qp, &wr, &bad));
 }
 
-int StreamSocket::post_msg(uint32_t msg) {
+Status StreamSocket::post_msg(uint32_t msg) {
     ibv_send_wr wr{};
     wr.wr_id = msg;
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -926,7 +894,7 @@ int StreamSocket::post_msg(uint32_t msg) {
     return post(wr);
 }
 
-int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t wr_data, int flags, uint64_t addr, uint32_t rkey) {
+Status StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t wr_data, int flags, uint64_t addr, uint32_t rkey) {
     ibv_send_wr wr{};
     wr.wr_id = wr_data;
     wr.sg_list = sgl;
@@ -938,7 +906,7 @@ int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t wr_data, int flags
     return post(wr);
 }
 
-int StreamSocket::post_write_msg(ibv_sge* sgl, int nsge, uint32_t msg, int flags, uint64_t addr, uint32_t rkey) {
+Status StreamSocket::post_write_msg(ibv_sge* sgl, int nsge, uint32_t msg, int flags, uint64_t addr, uint32_t rkey) {
     ibv_send_wr wr{};
     wr.wr_id = msg;
     wr.sg_list = sgl;
@@ -951,17 +919,16 @@ int StreamSocket::post_write_msg(ibv_sge* sgl, int nsge, uint32_t msg, int flags
     return post(wr);
 }
 
-int StreamSocket::post_recv() {
+Status StreamSocket::post_recv() {
     ibv_recv_wr wr{};
     wr.wr_id = kRecvWrFlag;
     ibv_recv_wr* bad = nullptr;
-    int r = ibv_post_recv(id_->qp, &wr, &bad);
-    return r ? -(r > 0 ? r : EIO) : 0;
+    return post_status(ibv_post_recv(id_->qp, &wr, &bad));
 }
 
 // Consumes the current target buffer before posting, so that an
 // announcement the peer writes later never races with our update.
-int StreamSocket::write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags) {
+Status StreamSocket::write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags) {
     sseq_no_++;
     sqe_avail_--;
     sbuf_bytes_avail_ -= length;
@@ -997,8 +964,8 @@ void StreamSocket::send_credits() {
             flags = 0;
         }
         isge.length = sizeof sge;
-        post_write_msg(&isge, 1, wire::make_msg(Op::Sgl, limit), flags,
-                       remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge), remote_sgl_.key);
+        (void)post_write_msg(&isge, 1, wire::make_msg(Op::Sgl, limit), flags,
+                             remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge), remote_sgl_.key);
         rbuf_bytes_avail_ -= rbuf_size_ >> 1;
         rbuf_free_offset_ += rbuf_size_ >> 1;
         if (rbuf_free_offset_ >= rbuf_size_)
@@ -1006,7 +973,7 @@ void StreamSocket::send_credits() {
         if (++remote_sge_ == remote_sgl_.length)
             remote_sge_ = 0;
     } else {
-        post_msg(wire::make_msg(Op::Sgl, limit));
+        (void)post_msg(wire::make_msg(Op::Sgl, limit));
     }
 }
 
@@ -1018,7 +985,9 @@ void StreamSocket::update_credits() {
         send_credits();
 }
 
-int StreamSocket::poll_cq() {
+// Takes what completed; a receive that cannot be reposted ends the
+// connection (state_ and err_ say so).
+void StreamSocket::poll_cq() {
     ibv_wc wc[kPollBatch];
     int rcnt = 0;
     int n;
@@ -1035,12 +1004,9 @@ int StreamSocket::poll_cq() {
                     continue;
                 uint32_t msg = be32toh(c.imm_data);
                 switch (wire::msg_op(msg)) {
-                case Op::Sgl:
-                    sseq_comp_ = static_cast<uint16_t>(wire::msg_arg(msg));
-                    break;
+                case Op::Sgl: sseq_comp_ = static_cast<uint16_t>(wire::msg_arg(msg)); break;
                 case Op::IomapSgl:
-                case Op::Write:
-                    break;
+                case Op::Write: break;
                 case Op::Ctrl:
                     if (wire::msg_arg(msg) == wire::kCtrlDisconnect) {
                         state_ = kDisconnected;
@@ -1060,9 +1026,7 @@ int StreamSocket::poll_cq() {
             } else {
                 uint32_t msg = static_cast<uint32_t>(c.wr_id);
                 switch (wire::msg_op(msg)) {
-                case Op::Sgl:
-                    ctrl_max_seqno_++;
-                    break;
+                case Op::Sgl: ctrl_max_seqno_++; break;
                 case Op::Ctrl:
                     ctrl_max_seqno_++;
                     if (wire::msg_arg(msg) == wire::kCtrlDisconnect)
@@ -1086,20 +1050,19 @@ int StreamSocket::poll_cq() {
         if (n < kPollBatch)
             break;
     }
-    int ret = 0;
     if (state_ & kConnected) {
-        while (!ret && rcnt--)
-            ret = post_recv();
-        if (ret) {
+        Status s;
+        while (s.ok() && rcnt--)
+            s = post_recv();
+        if (!s.ok()) {
             state_ = kError;
-            err_ = -ret;
+            err_ = s.error();
         }
     }
     if (any) {
         ++gen_;
         cv_.notify_all();
     }
-    return ret;
 }
 
 void StreamSocket::drain_cq_events() {
@@ -1129,24 +1092,25 @@ bool StreamSocket::cm_fd_readable() const {
     return sys_poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
-// Waits (mu_ held through `lk`) until pred() holds. 0, -EWOULDBLOCK for a
-// nonblocking call, or -errno.
+// Waits (mu_ held through `lk`) until pred() holds; EWOULDBLOCK for a
+// nonblocking call that would have to wait. CM events that come meanwhile
+// are handled on the way; failing to read them is not this wait's failure.
 template <class Pred>
-int StreamSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
+Status StreamSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
     uint64_t spin_start = 0;
     bool cm_checked = false;
     for (;;) {
         progress();
         if (pred())
-            return 0;
+            return {};
         if (nonblock) {
             // A peer that vanished only shows on the CM channel.
             if (!cm_checked && cm_fd_readable()) {
                 cm_checked = true;
-                process_cm_events(lk);
+                (void)process_cm_events(lk);
                 continue;
             }
-            return -EWOULDBLOCK;
+            return Errno{EWOULDBLOCK};
         }
         uint32_t spin = config().polling_time;
         if (spin) {
@@ -1160,7 +1124,7 @@ int StreamSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
             }
         }
         if (!cq_)
-            return -ENOTCONN;
+            return Errno{ENOTCONN};
         if (!cq_armed_) {
             ibv_req_notify_cq(cq_, 0);
             cq_armed_ = true;
@@ -1181,11 +1145,11 @@ int StreamSocket::wait_until(Lock& lk, bool nonblock, Pred pred) {
         if (n > 0 && fds[0].revents)
             drain_cq_events();
         if (n > 0 && fds[1].revents)
-            process_cm_events(lk);
+            (void)process_cm_events(lk);
         ++gen_;
         cv_.notify_all();
         if (n < 0 && e == EINTR)
-            return -EINTR;
+            return Errno{EINTR};
     }
 }
 
@@ -1200,24 +1164,23 @@ void StreamSocket::copy_from_rbuf(IovCursor& cur, uint32_t& offset, uint32_t n) 
     offset += n;
 }
 
-ssize_t StreamSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) {
+Result<ssize_t> StreamSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* src, socklen_t* srclen) {
     size_t len = iov_total(iov, iovcnt);
     std::lock_guard<std::mutex> rg(recv_mu_);
     Lock lk(mu_);
     if (state_ == kConnectError)
         return 0;  // a failed connection reads as end of file, as in the reference
-    int r = finish_open(lk, nonblocking(flags));
-    if (r)
-        return r;
+    if (Status s = finish_open(lk, nonblocking(flags)); !s.ok())
+        return Errno{s.error()};
     if (!cq_)
-        return -ENOTCONN;
+        return Errno{ENOTCONN};
     IovCursor cur{iov, iovcnt};
     size_t left = len;
-    int ret = 0;
+    Status ret;
     do {
         if (!have_rdata()) {
             ret = wait_until(lk, nonblocking(flags), [this] { return have_rdata() || !(state_ & kReadable); });
-            if (ret)
+            if (!ret.ok())
                 break;
         }
         if (flags & MSG_PEEK) {
@@ -1252,18 +1215,19 @@ ssize_t StreamSocket::recv(const iovec* iov, int iovcnt, int flags, sockaddr* sr
     update_credits();
     lk.unlock();
     if (src && srclen && left != len)
-        getpeername(src, srclen);
-    if (ret && left == len)
-        return ret;
+        (void)getpeername(src, srclen);  // cannot fail: both pointers are there
+    // Data already read is the answer; a failure only when there is none.
+    if (!ret.ok() && left == len)
+        return Errno{ret.error()};
     return static_cast<ssize_t>(len - left);
 }
 
 // Stages `len` bytes from the cursor in the send ring and writes them,
 // either into the peer's receive buffer or (direct) into an iomapped one.
-int StreamSocket::stage_and_write(IovCursor& cur, uint32_t len, bool direct, const wire::Iomap* iom,
-                                  uint64_t offset) {
+Status StreamSocket::stage_and_write(IovCursor& cur, uint32_t len, bool direct, const wire::Iomap* iom,
+                                     uint64_t offset) {
     int flags = len <= sq_inline_ ? IBV_SEND_INLINE : 0;
-    auto issue = [&](ibv_sge* sgl, int n) {
+    auto issue = [&](ibv_sge* sgl, int n) -> Status {
         if (!direct)
             return write_data(sgl, n, len, flags);
         sqe_avail_--;
@@ -1274,46 +1238,46 @@ int StreamSocket::stage_and_write(IovCursor& cur, uint32_t len, bool direct, con
     // Small pieces go inline straight from the caller's memory.
     if ((flags & IBV_SEND_INLINE) && cur.contiguous() >= len) {
         ibv_sge sge{reinterpret_cast<uintptr_t>(cur.ptr()), len, 0};
-        int r = issue(&sge, 1);
+        Status s = issue(&sge, 1);
         cur.advance(len);
-        return r;
+        return s;
     }
     uint32_t room = sbuf_left();
     if (len <= room) {
         cur.copy_out(reinterpret_cast<uint8_t*>(ssgl_[0].addr), len);
         ssgl_[0].length = len;
-        int r = issue(ssgl_, 1);
+        Status s = issue(ssgl_, 1);
         if (len < room)
             ssgl_[0].addr += len;
         else
             ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_.get());
-        return r;
+        return s;
     }
     ssgl_[0].length = room;
     cur.copy_out(reinterpret_cast<uint8_t*>(ssgl_[0].addr), room);
     ssgl_[1].length = len - room;
     cur.copy_out(sbuf_.get(), ssgl_[1].length);
-    int r = issue(ssgl_, 2);
+    Status s = issue(ssgl_, 2);
     ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_.get()) + ssgl_[1].length;
-    return r;
+    return s;
 }
 
-int StreamSocket::send_iomaps(Lock& lk, int flags) {
+Status StreamSocket::send_iomaps(Lock& lk, int flags) {
     std::lock_guard<std::mutex> mg(map_mu_);
-    int ret = 0;
+    Status ret;
     while (!iomap_queue_.empty()) {
         if (!can_send()) {
             ret = wait_until(lk, nonblocking(flags), [this] { return can_send() || !(state_ & kWritable); });
-            if (ret)
+            if (!ret.ok())
                 break;
             if (!(state_ & kWritable)) {
-                ret = -ECONNRESET;
+                ret = Errno{ECONNRESET};
                 break;
             }
         }
         IomapMr* m = iomap_queue_.front();
-        wire::Iomap iom{m->offset, {reinterpret_cast<uintptr_t>(m->mr->addr), m->mr->rkey,
-                                    static_cast<uint32_t>(m->mr->length)}};
+        wire::Iomap iom{m->offset,
+                        {reinterpret_cast<uintptr_t>(m->mr->addr), m->mr->rkey, static_cast<uint32_t>(m->mr->length)}};
         iom = wire::iomap_for_peer(iom, swap_sgl_);
         sseq_no_++;
         sqe_avail_--;
@@ -1348,31 +1312,30 @@ int StreamSocket::send_iomaps(Lock& lk, int flags) {
         }
         iomap_queue_.pop_front();
         iomap_list_.push_back(m);
-        if (ret)
+        if (!ret.ok())
             break;
     }
     iomap_pending_ = !iomap_queue_.empty();
     return ret;
 }
 
-ssize_t StreamSocket::send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) {
+Result<ssize_t> StreamSocket::send(const iovec* iov, int iovcnt, int flags, const sockaddr* dst, socklen_t dstlen) {
     if (dst || dstlen)
-        return -EISCONN;
+        return Errno{EISCONN};
     size_t len = iov_total(iov, iovcnt);
     std::lock_guard<std::mutex> sg(send_mu_);
     Lock lk(mu_);
-    int r = finish_open(lk, nonblocking(flags));
-    if (r)
-        return r;
+    if (Status s = finish_open(lk, nonblocking(flags)); !s.ok())
+        return Errno{s.error()};
     if (!cq_)
-        return -ENOTCONN;
+        return Errno{ENOTCONN};
     if (!(state_ & kWritable) && len)
-        return (state_ & kConnected) ? -EPIPE : -ECONNRESET;
-    int ret = 0;
+        return Errno{(state_ & kConnected) ? EPIPE : ECONNRESET};
+    Status ret;
     if (iomap_pending_) {
         ret = send_iomaps(lk, flags);
-        if (ret)
-            return ret;
+        if (!ret.ok())
+            return Errno{ret.error()};
     }
     IovCursor cur{iov, iovcnt};
     size_t left = len;
@@ -1380,10 +1343,10 @@ ssize_t StreamSocket::send(const iovec* iov, int iovcnt, int flags, const sockad
     while (left) {
         if (!can_send()) {
             ret = wait_until(lk, nonblocking(flags), [this] { return can_send() || !(state_ & kWritable); });
-            if (ret)
+            if (!ret.ok())
                 break;
             if (!(state_ & kWritable)) {
-                ret = -ECONNRESET;
+                ret = Errno{ECONNRESET};
                 break;
             }
         }
@@ -1399,27 +1362,28 @@ ssize_t StreamSocket::send(const iovec* iov, int iovcnt, int flags, const sockad
         uint32_t target_room = target_sgl_[target_sge_].length;
         xfer = std::min(xfer, target_room);
         ret = stage_and_write(cur, xfer, false, nullptr, 0);
-        if (ret)
+        if (!ret.ok())
             break;
         left -= xfer;
     }
-    if (ret && left == len)
-        return ret;
+    // Data already sent is the answer; a failure only when there is none.
+    if (!ret.ok() && left == len)
+        return Errno{ret.error()};
     return static_cast<ssize_t>(len - left);
 }
 
 // --------------------------------------------------------------- teardown
 
-int StreamSocket::shutdown(int how) {
+Status StreamSocket::shutdown(int how) {
     if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
-        return -EINVAL;
+        return Errno{EINVAL};
     if (keepalive_token_ && how == SHUT_RDWR) {
         Service::get().remove(keepalive_token_);
         keepalive_token_ = 0;
     }
     Lock lk(mu_);
     if (!(state_ & kConnected))
-        return 0;  // nothing to tell a peer (the reference answers 0 too)
+        return {};  // nothing to tell a peer (the reference answers 0 too)
     uint32_t ctrl;
     if (how == SHUT_RDWR) {
         ctrl = wire::kCtrlDisconnect;
@@ -1431,17 +1395,18 @@ int StreamSocket::shutdown(int how) {
         state_ &= ~kReadable;
         ctrl = wire::kCtrlDisconnect;
     }
-    int ret = 0;
+    Status ret;
     bool send_ctrl = !(how == SHUT_RD && (state_ & kWritable));
     if (send_ctrl) {
         if (!ctrl_avail())
             ret = wait_until(lk, false, [this] { return ctrl_avail() || !(state_ & kConnected); });
-        if (!ret && (state_ & kConnected) && ctrl_avail()) {
+        if (ret.ok() && (state_ & kConnected) && ctrl_avail()) {
             ctrl_seqno_++;
             ret = post_msg(wire::make_msg(Op::Ctrl, ctrl));
         }
+        // Then for what is in flight; only the goodbye's failure is reported.
         if (state_ & kConnected)
-            wait_until(lk, false, [this] { return all_sends_done() || !(state_ & kConnected); });
+            (void)wait_until(lk, false, [this] { return all_sends_done() || !(state_ & kConnected); });
     }
     if ((state_ & kDisconnected) && id_->qp) {
         // Flush what is still posted so that pollers wake up.
@@ -1475,35 +1440,36 @@ void StreamSocket::close() {
         Lock lk(mu_);
         connected = (state_ & kConnected) != 0;
     }
+    // The socket goes whether or not the peer heard the goodbye.
     if (connected)
-        shutdown(SHUT_RDWR);
+        (void)shutdown(SHUT_RDWR);
 }
 
 // ----------------------------------------------------------------- naming
 
-int StreamSocket::getpeername(sockaddr* addr, socklen_t* len) {
+Status StreamSocket::getpeername(sockaddr* addr, socklen_t* len) {
     if (!addr || !len)
-        return -EFAULT;
+        return Errno{EFAULT};
     copy_sockaddr_out(rdma_get_peer_addr(id_), addr, len);
-    return 0;
+    return {};
 }
 
-int StreamSocket::getsockname(sockaddr* addr, socklen_t* len) {
+Status StreamSocket::getsockname(sockaddr* addr, socklen_t* len) {
     if (!addr || !len)
-        return -EFAULT;
+        return Errno{EFAULT};
     copy_sockaddr_out(rdma_get_local_addr(id_), addr, len);
-    return 0;
+    return {};
 }
 
 // ---------------------------------------------------------------- options
 
-int StreamSocket::set_keepalive(bool on) {
+Status StreamSocket::set_keepalive(bool on) {
     if (on == (keepalive_token_ != 0))
-        return 0;
+        return {};
     if (!on) {
         Service::get().remove(keepalive_token_);
         keepalive_token_ = 0;
-        return 0;
+        return {};
     }
     if (!keepalive_time_) {
         uint32_t v = 7200;
@@ -1515,20 +1481,20 @@ int StreamSocket::set_keepalive(bool on) {
         }
         keepalive_time_ = v;
     }
-    if (keepalive_timer_.fd < 0) {
+    if (keepalive_timer_.get() < 0) {
         keepalive_timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-        if (keepalive_timer_.fd < 0)
-            return -errno_or(EMFILE);
+        if (keepalive_timer_.get() < 0)
+            return errno_or(EMFILE);
     }
     itimerspec its{};
     its.it_value.tv_sec = keepalive_time_;
     its.it_interval.tv_sec = keepalive_time_;
-    timerfd_settime(keepalive_timer_.fd, 0, &its, nullptr);
-    long token = Service::get().add(keepalive_timer_.fd, [this] { on_keepalive_timer(); });
-    if (token < 0)
-        return static_cast<int>(token);
-    keepalive_token_ = token;
-    return 0;
+    timerfd_settime(keepalive_timer_.get(), 0, &its, nullptr);
+    Result<long> token = Service::get().add(keepalive_timer_.get(), [this] { on_keepalive_timer(); });
+    if (!token.ok())
+        return Errno{token.error()};
+    keepalive_token_ = token.value();
+    return {};
 }
 
 // Service thread: a zero-byte RDMA WRITE (no immediate, so the peer's
@@ -1536,18 +1502,17 @@ int StreamSocket::set_keepalive(bool on) {
 // completion, which ends the connection.
 void StreamSocket::on_keepalive_timer() {
     uint64_t expirations;
-    (void)!::read(keepalive_timer_.fd, &expirations, sizeof expirations);
+    (void)!::read(keepalive_timer_.get(), &expirations, sizeof expirations);
     Lock lk(mu_);
     if (ctrl_avail() && (state_ & kConnected) && id_->qp) {
         ctrl_seqno_++;
-        post_write(nullptr, 0, wire::make_msg(Op::Ctrl, wire::kCtrlKeepalive), 0, 0, 0);
+        (void)post_write(nullptr, 0, wire::make_msg(Op::Ctrl, wire::kCtrlKeepalive), 0, 0, 0);
     }
 }
 
-int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len) {
-    int ret = opts::check_set(level, name, val, len);
-    if (ret)
-        return ret;
+Status StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len) {
+    if (int bad = opts::check_set(level, name, val, len))
+        return Errno{-bad};
     int v = 0;
     if (len >= sizeof(int))
         std::memcpy(&v, val, sizeof v);
@@ -1563,7 +1528,7 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
             // it late all the time, so (like the reference) accept it.
             if (rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, const_cast<void*>(val), len) &&
                 errno != ENOSYS && state_ == kInit)
-                return -errno_or(EINVAL);
+                return errno_or(EINVAL);
             break;
         case SO_RCVBUF:
             if (!rbuf_)
@@ -1579,14 +1544,15 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
             on = !l.l_onoff;  // stored inverted: lingering (the default) is bit clear
             break;
         }
-        case SO_KEEPALIVE:
+        case SO_KEEPALIVE: {
             lk.unlock();
-            ret = set_keepalive(on);
+            Status s = set_keepalive(on);
             lk.lock();
-            if (ret)
-                return ret;
+            if (!s.ok())
+                return s;
             on = keepalive_token_ != 0;
             break;
+        }
         default:  // SO_OOBINLINE: a flag only
             break;
         }
@@ -1600,7 +1566,7 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
                 itimerspec its{};
                 its.it_value.tv_sec = keepalive_time_;
                 its.it_interval.tv_sec = keepalive_time_;
-                timerfd_settime(keepalive_timer_.fd, 0, &its, nullptr);
+                timerfd_settime(keepalive_timer_.get(), 0, &its, nullptr);
             }
         }
         // TCP_KEEPCNT, TCP_KEEPINTVL, TCP_MAXSEG: a reliable connection
@@ -1609,27 +1575,17 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
     case IPPROTO_IPV6:  // IPV6_V6ONLY
         bits = &ipv6_opts_;
         if (rdma_set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, const_cast<void*>(val), len))
-            return -errno_or(EINVAL);
+            return errno_or(EINVAL);
         break;
     case SOL_RDMA:
         if (state_ >= kOpening)
-            return -EINVAL;
+            return Errno{EINVAL};
         switch (name) {
-        case RDMA_SQSIZE:
-            sq_size_ = opts::queue_value(v);
-            break;
-        case RDMA_RQSIZE:
-            rq_size_ = opts::queue_value(v);
-            break;
-        case RDMA_INLINE:
-            sq_inline_ = opts::queue_value(v);
-            break;
-        case RDMA_IOMAPSIZE:
-            target_iomap_size_ = opts::iomap_entries(v);
-            break;
-        case RDMA_ROUTE:
-            route_.assign(static_cast<const uint8_t*>(val), static_cast<const uint8_t*>(val) + len);
-            break;
+        case RDMA_SQSIZE: sq_size_ = opts::queue_value(v); break;
+        case RDMA_RQSIZE: rq_size_ = opts::queue_value(v); break;
+        case RDMA_INLINE: sq_inline_ = opts::queue_value(v); break;
+        case RDMA_IOMAPSIZE: target_iomap_size_ = opts::iomap_entries(v); break;
+        case RDMA_ROUTE: route_.assign(static_cast<const uint8_t*>(val), static_cast<const uint8_t*>(val) + len); break;
         }
         break;
     }
@@ -1639,90 +1595,76 @@ int StreamSocket::setsockopt(int level, int name, const void* val, socklen_t len
         else
             *bits &= ~(1ull << name);
     }
-    return 0;
+    return {};
 }
 
-int StreamSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
+Status StreamSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
     if (!val || !len)
-        return -EFAULT;
+        return Errno{EFAULT};
     Lock lk(mu_);
-    auto put_int = [&](int v) {
+    auto put_int = [&](int v) -> Status {
         if (*len < sizeof(int))
-            return -EINVAL;
+            return Errno{EINVAL};
         std::memcpy(val, &v, sizeof v);
         *len = sizeof v;
-        return 0;
+        return {};
     };
     switch (level) {
     case SOL_SOCKET:
         switch (name) {
         case SO_REUSEADDR:
         case SO_KEEPALIVE:
-        case SO_OOBINLINE:
-            return put_int(!!(so_opts_ & (1ull << name)));
-        case SO_RCVBUF:
-            return put_int(static_cast<int>(rbuf_size_));
-        case SO_SNDBUF:
-            return put_int(static_cast<int>(sbuf_size_));
+        case SO_OOBINLINE: return put_int(!!(so_opts_ & (1ull << name)));
+        case SO_RCVBUF: return put_int(static_cast<int>(rbuf_size_));
+        case SO_SNDBUF: return put_int(static_cast<int>(sbuf_size_));
         case SO_LINGER: {
             if (*len < sizeof(linger))
-                return -EINVAL;
+                return Errno{EINVAL};
             linger l{!(so_opts_ & (1ull << SO_LINGER)), 0};
             std::memcpy(val, &l, sizeof l);
             *len = sizeof l;
-            return 0;
+            return {};
         }
         case SO_ERROR: {
-            int r = put_int(err_);
-            if (!r)
+            Status s = put_int(err_);
+            if (s.ok())
                 err_ = 0;
-            return r;
+            return s;
         }
-        case SO_TYPE:
-            return put_int(SOCK_STREAM);
-        default:
-            return -ENOTSUP;
+        case SO_TYPE: return put_int(SOCK_STREAM);
+        default: return Errno{ENOTSUP};
         }
     case IPPROTO_TCP:
         switch (name) {
         case TCP_KEEPCNT:
-        case TCP_KEEPINTVL:
-            return put_int(1);
-        case TCP_KEEPIDLE:
-            return put_int(static_cast<int>(keepalive_time_));
-        case TCP_NODELAY:
-            return put_int(!!(tcp_opts_ & (1ull << TCP_NODELAY)));
+        case TCP_KEEPINTVL: return put_int(1);
+        case TCP_KEEPIDLE: return put_int(static_cast<int>(keepalive_time_));
+        case TCP_NODELAY: return put_int(!!(tcp_opts_ & (1ull << TCP_NODELAY)));
         case TCP_MAXSEG:
-            return put_int(id_ && id_->route.num_paths && id_->route.path_rec
-                               ? 1 << (7 + id_->route.path_rec->mtu)
-                               : 2048);
-        default:
-            return -ENOTSUP;
+            return put_int(id_ && id_->route.num_paths && id_->route.path_rec ? 1 << (7 + id_->route.path_rec->mtu)
+                                                                              : 2048);
+        default: return Errno{ENOTSUP};
         }
     case IPPROTO_IPV6:
         if (name == IPV6_V6ONLY)
             return put_int(!!(ipv6_opts_ & (1ull << IPV6_V6ONLY)));
-        return -ENOTSUP;
+        return Errno{ENOTSUP};
     case SOL_RDMA:
         switch (name) {
-        case RDMA_SQSIZE:
-            return put_int(sq_size_);
-        case RDMA_RQSIZE:
-            return put_int(rq_size_);
-        case RDMA_INLINE:
-            return put_int(sq_inline_);
-        case RDMA_IOMAPSIZE:
-            return put_int(static_cast<int>(target_iomap_size_));
+        case RDMA_SQSIZE: return put_int(sq_size_);
+        case RDMA_RQSIZE: return put_int(rq_size_);
+        case RDMA_INLINE: return put_int(sq_inline_);
+        case RDMA_IOMAPSIZE: return put_int(static_cast<int>(target_iomap_size_));
         case RDMA_ROUTE: {
             if (!route_.empty()) {
                 if (*len < route_.size())
-                    return -EINVAL;
+                    return Errno{EINVAL};
                 std::memcpy(val, route_.data(), route_.size());
                 *len = static_cast<socklen_t>(route_.size());
-                return 0;
+                return {};
             }
             if (*len < sizeof(ibv_path_data))
-                return -EINVAL;
+                return Errno{EINVAL};
             socklen_t used = 0;
             int paths = id_->route.num_paths;
             for (int i = 0; i < paths && used + sizeof(ibv_path_data) <= *len; i++) {
@@ -1746,13 +1688,11 @@ int StreamSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
                 used += sizeof pd;
             }
             *len = used;
-            return 0;
+            return {};
         }
-        default:
-            return -ENOTSUP;
+        default: return Errno{ENOTSUP};
         }
-    default:
-        return -ENOTSUP;
+    default: return Errno{ENOTSUP};
     }
 }
 
@@ -1761,20 +1701,19 @@ int StreamSocket::get_flags() {
     return fd_flags_;
 }
 
-int StreamSocket::set_flags(int flags) {
+void StreamSocket::set_flags(int flags) {
     Lock lk(mu_);
     fd_flags_ = flags;
-    return 0;
 }
 
 // ----------------------------------------------------------------- iomaps
 
-off_t StreamSocket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
+Result<off_t> StreamSocket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
     if (prot & ~(PROT_WRITE | PROT_NONE))
-        return -EINVAL;
+        return Errno{EINVAL};
     Lock lk(mu_);
     if (!pd_ || !cq_)
-        return -EINVAL;
+        return Errno{EINVAL};
     std::lock_guard<std::mutex> mg(map_mu_);
     IomapMr* m = nullptr;
     int access = IBV_ACCESS_LOCAL_WRITE;
@@ -1783,7 +1722,7 @@ off_t StreamSocket::iomap(void* buf, size_t len, int prot, int flags, off_t offs
             try {
                 remote_iomappings_.resize(remote_iomap_.length);
             } catch (...) {
-                return -ENOMEM;
+                return Errno{ENOMEM};
             }
             for (size_t i = 0; i < remote_iomappings_.size(); i++)
                 remote_iomappings_[i].index = static_cast<int>(i);
@@ -1795,23 +1734,23 @@ off_t StreamSocket::iomap(void* buf, size_t len, int prot, int flags, off_t offs
             }
         }
         if (!m)
-            return -ENOMEM;
+            return Errno{ENOMEM};
         access |= IBV_ACCESS_REMOTE_WRITE;
     } else {
         try {
             local_iomappings_.emplace_back();
         } catch (...) {
-            return -ENOMEM;
+            return Errno{ENOMEM};
         }
         m = &local_iomappings_.back();
         m->index = -1;
     }
     m->mr.reset(ibv_reg_mr(pd_, buf, len, access));
     if (!m->mr) {
-        int e = errno_or(ENOMEM);
+        Errno e = errno_or(ENOMEM);
         if (m->index < 0)
             local_iomappings_.pop_back();
-        return -e;
+        return e;
     }
     if (offset == -1)
         offset = static_cast<off_t>(reinterpret_cast<uintptr_t>(buf));
@@ -1825,7 +1764,7 @@ off_t StreamSocket::iomap(void* buf, size_t len, int prot, int flags, off_t offs
     return offset;
 }
 
-int StreamSocket::iounmap(void* buf, size_t len) {
+Status StreamSocket::iounmap(void* buf, size_t len) {
     Lock lk(mu_);
     std::lock_guard<std::mutex> mg(map_mu_);
     for (auto* lst : {&iomap_list_, &iomap_queue_}) {
@@ -1837,11 +1776,11 @@ int StreamSocket::iounmap(void* buf, size_t len) {
                 if (m->index < 0)
                     local_iomappings_.remove_if([m](const IomapMr& x) { return &x == m; });
                 iomap_pending_ = !iomap_queue_.empty();
-                return 0;
+                return {};
             }
         }
     }
-    return -EINVAL;
+    return Errno{EINVAL};
 }
 
 bool StreamSocket::find_iomap(uint64_t offset, wire::Iomap& out) const {
@@ -1860,19 +1799,18 @@ bool StreamSocket::find_iomap(uint64_t offset, wire::Iomap& out) const {
     return false;
 }
 
-ssize_t StreamSocket::iowrite(const void* buf, size_t count, off_t offset, int flags) {
+Result<ssize_t> StreamSocket::iowrite(const void* buf, size_t count, off_t offset, int flags) {
     std::lock_guard<std::mutex> sg(send_mu_);
     Lock lk(mu_);
-    int r = finish_open(lk, nonblocking(flags));
-    if (r)
-        return r;
+    if (Status s = finish_open(lk, nonblocking(flags)); !s.ok())
+        return Errno{s.error()};
     if (!cq_)
-        return -ENOTCONN;
-    int ret = 0;
+        return Errno{ENOTCONN};
+    Status ret;
     if (iomap_pending_) {
         ret = send_iomaps(lk, flags);
-        if (ret)
-            return ret;
+        if (!ret.ok())
+            return Errno{ret.error()};
     }
     iovec v{const_cast<void*>(buf), count};
     IovCursor cur{&v, 1};
@@ -1889,10 +1827,10 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t count, off_t offset, int f
         }
         if (!can_send()) {
             ret = wait_until(lk, nonblocking(flags), [this] { return can_send() || !(state_ & kWritable); });
-            if (ret)
+            if (!ret.ok())
                 break;
             if (!(state_ & kWritable)) {
-                ret = -ECONNRESET;
+                ret = Errno{ECONNRESET};
                 break;
             }
         }
@@ -1907,13 +1845,14 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t count, off_t offset, int f
         xfer = std::min(xfer, sbuf_bytes_avail_);
         xfer = static_cast<uint32_t>(std::min<uint64_t>(xfer, iom.offset + iom.sge.length - off));
         ret = stage_and_write(cur, xfer, true, &iom, off);
-        if (ret)
+        if (!ret.ok())
             break;
         left -= xfer;
         off += xfer;
     }
-    if (ret && left == count)
-        return ret;
+    // Data already written is the answer; a failure only when there is none.
+    if (!ret.ok() && left == count)
+        return Errno{ret.error()};
     return static_cast<ssize_t>(count - left);
 }
 
@@ -1930,9 +1869,9 @@ short StreamSocket::poll_check(short events) {
         return rev;
     }
     Lock lk(mu_);
+    // Setup progress only; how it ended shows in the state below.
     if (state_ & kOpening) {
-        int r = advance_connect(lk, true);
-        if (r == -EINPROGRESS)
+        if (advance_connect(lk, true).error() == EINPROGRESS)
             return 0;
     }
     if ((state_ & kConnected) || state_ == kDisconnected || state_ == kError) {
@@ -1956,7 +1895,7 @@ short StreamSocket::poll_check(short events) {
 
 int StreamSocket::poll_sleep_fds(pollfd* fds) {
     if (accept_q_) {
-        fds[0] = {accept_q_->ready_fd.fd, POLLIN, 0};
+        fds[0] = {accept_q_->ready_fd.get(), POLLIN, 0};
         return 1;
     }
     Lock lk(mu_);
@@ -1983,20 +1922,16 @@ void StreamSocket::poll_woken() {
     Lock lk(mu_);
     drain_cq_events();
     if (cm_fd_readable())
-        process_cm_events(lk);
+        (void)process_cm_events(lk);  // the next poll_check reports the state
 }
 
 }  // namespace
 
-int create_stream_socket(int domain, std::unique_ptr<Socket>& out) {
-    auto s = std::unique_ptr<StreamSocket>(new (std::nothrow) StreamSocket);
-    if (!s)
-        return -ENOMEM;
-    int r = s->init(domain);
-    if (r)
-        return r;
-    out = std::move(s);
-    return 0;
+Result<std::unique_ptr<Socket>> create_stream_socket(int domain) {
+    auto s = std::make_unique<StreamSocket>();
+    if (Status st = s->init(domain); !st.ok())
+        return Errno{st.error()};
+    return std::unique_ptr<Socket>(std::move(s));
 }
 
 }  // namespace rdma::rs

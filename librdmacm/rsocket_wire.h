@@ -35,14 +35,14 @@ namespace rdma::rs::wire {
 // ---------------------------------------------------------------- messages
 
 enum class Op : uint32_t {
-    Data = 0,          // argument: bytes written into the receive buffer
-    DataMore = 1,      // reserved
-    Write = 2,         // never sent: tags local completions of riowrite
-    DirectMore = 3,    // reserved
-    Sgl = 4,           // argument: new send-credit limit (sequence number)
+    Data = 0,  // argument: bytes written into the receive buffer
+    DataMore = 1,  // reserved
+    Write = 2,  // never sent: tags local completions of riowrite
+    DirectMore = 3,  // reserved
+    Sgl = 4,  // argument: new send-credit limit (sequence number)
     Reserved = 5,
-    IomapSgl = 6,      // argument: index of the iomap entry just written
-    Ctrl = 7,          // argument: a Ctrl code
+    IomapSgl = 6,  // argument: index of the iomap entry just written
+    Ctrl = 7,  // argument: a Ctrl code
 };
 
 enum Ctrl : uint32_t {
@@ -53,16 +53,14 @@ enum Ctrl : uint32_t {
 
 constexpr uint32_t kMsgDataMask = 0x1fffffff;
 
-constexpr uint32_t make_msg(Op op, uint32_t arg) {
-    return (static_cast<uint32_t>(op) << 29) | (arg & kMsgDataMask);
-}
+constexpr uint32_t make_msg(Op op, uint32_t arg) { return (static_cast<uint32_t>(op) << 29) | (arg & kMsgDataMask); }
 constexpr Op msg_op(uint32_t msg) { return static_cast<Op>(msg >> 29); }
 constexpr uint32_t msg_arg(uint32_t msg) { return msg & kMsgDataMask; }
 
 // ------------------------------------------------------------- connection
 
 constexpr uint8_t kProtocolVersion = 1;
-constexpr uint8_t kConnFlagNet = 1 << 0;    // sender is big endian
+constexpr uint8_t kConnFlagNet = 1 << 0;  // sender is big endian
 constexpr uint8_t kConnFlagIomap = 1 << 1;  // target_iomap_size is valid
 // Receive-buffer announcements alternate between two halves of the receive
 // buffer; the target table starts with this many Sge slots.
@@ -91,11 +89,11 @@ static_assert(sizeof(Iomap) == 24);
 struct ConnData {
     uint8_t version;
     uint8_t flags;
-    uint16_t credits;            // big endian: receive queue depth
+    uint16_t credits;  // big endian: receive queue depth
     uint8_t reserved[3];
-    uint8_t target_iomap_size;   // scale-encoded (encode_scale)
-    Sge target_sgl;              // big endian: the target table
-    Sge data_buf;                // big endian: first half of the receive buffer
+    uint8_t target_iomap_size;  // scale-encoded (encode_scale)
+    Sge target_sgl;  // big endian: the target table
+    Sge data_buf;  // big endian: first half of the receive buffer
 };
 static_assert(sizeof(ConnData) == 40);
 static_assert(offsetof(ConnData, target_sgl) == 8);
@@ -114,13 +112,13 @@ constexpr bool host_is_big_endian() { return __BYTE_ORDER == __BIG_ENDIAN; }
 
 // What one side tells the other at connection time, in host terms.
 struct ConnParams {
-    uint16_t credits = 0;          // our receive queue depth
+    uint16_t credits = 0;  // our receive queue depth
     uint32_t target_iomap_entries = 0;
     uint64_t target_table_addr = 0;
     uint32_t target_table_rkey = 0;
-    uint64_t recv_buf_addr = 0;    // first half of our receive buffer
+    uint64_t recv_buf_addr = 0;  // first half of our receive buffer
     uint32_t recv_buf_rkey = 0;
-    uint32_t recv_buf_half = 0;    // bytes in that half
+    uint32_t recv_buf_half = 0;  // bytes in that half
 };
 
 inline ConnData encode_conn_data(const ConnParams& p) {
@@ -141,11 +139,11 @@ inline ConnData encode_conn_data(const ConnParams& p) {
 // The peer's side of the connection as we use it.
 struct PeerInfo {
     uint16_t credits = 0;
-    bool swap_sgl = false;        // peer's byte order differs from ours
-    Sge target_table{};           // where our announcements go (host order)
+    bool swap_sgl = false;  // peer's byte order differs from ours
+    Sge target_table{};  // where our announcements go (host order)
     bool has_iomap = false;
-    Sge iomap_table{};            // where our iomap announcements go
-    Sge first_buffer{};           // where our first data goes
+    Sge iomap_table{};  // where our iomap announcements go
+    Sge first_buffer{};  // where our first data goes
 };
 
 // Decodes a peer's ConnData (nullopt if too short or of another version).
@@ -194,9 +192,9 @@ inline Iomap iomap_for_peer(Iomap m, bool swap) {
 
 // In front of every datagram sent over a UD QP: who sent it.
 struct DsHeader {
-    uint8_t version;   // 4 or 6
-    uint8_t length;    // kDsIpv4HeaderLen or kDsIpv6HeaderLen
-    uint16_t port;     // network order, as in sin_port
+    uint8_t version;  // 4 or 6
+    uint8_t length;  // kDsIpv4HeaderLen or kDsIpv6HeaderLen
+    uint16_t port;  // network order, as in sin_port
     union {
         uint32_t ipv4;  // network order
         struct {
@@ -211,16 +209,16 @@ constexpr uint8_t kDsIpv6HeaderLen = 24;
 
 // In front of a datagram sent over the UDP socket: the sender's UD QP.
 struct DsUdpHeader {
-    uint32_t tag;       // big endian kDsUdpTag
-    uint8_t version;    // 4 or 6
-    uint8_t op;         // Op::Data (carries data) or Op::Ctrl (QPN reply)
-    uint8_t length;     // kDsUdpIpv4HeaderLen or kDsUdpIpv6HeaderLen
+    uint32_t tag;  // big endian kDsUdpTag
+    uint8_t version;  // 4 or 6
+    uint8_t op;  // Op::Data (carries data) or Op::Ctrl (QPN reply)
+    uint8_t length;  // kDsUdpIpv4HeaderLen or kDsUdpIpv6HeaderLen
     uint8_t reserved;
-    uint32_t qpn;       // big endian, low 24 bits
+    uint32_t qpn;  // big endian, low 24 bits
     union {
         uint32_t ipv4;
         uint8_t ipv6[16];
-    } addr;             // the sender's IP address for this destination
+    } addr;  // the sender's IP address for this destination
 };
 static_assert(sizeof(DsUdpHeader) == 28);
 constexpr uint32_t kDsUdpTag = 0x55555555;
@@ -254,7 +252,7 @@ inline bool valid_ds_header(const void* payload, size_t len) {
         return false;
     const auto* h = static_cast<const DsHeader*>(payload);
     return (h->version == 4 && h->length == kDsIpv4HeaderLen) ||
-           (h->version == 6 && h->length == kDsIpv6HeaderLen && len >= kDsIpv6HeaderLen);
+        (h->version == 6 && h->length == kDsIpv6HeaderLen && len >= kDsIpv6HeaderLen);
 }
 
 // The source address a DsHeader names; returns its length.
@@ -307,8 +305,7 @@ inline std::optional<UdpHeaderInfo> parse_udp_header(const void* data, size_t le
     if (be32toh(h.tag) != kDsUdpTag)
         return std::nullopt;
     bool ok = (h.version == 4 && from == AF_INET && h.length == kDsUdpIpv4HeaderLen) ||
-              (h.version == 6 && from == AF_INET6 && h.length == kDsUdpIpv6HeaderLen &&
-               len >= kDsUdpIpv6HeaderLen);
+        (h.version == 6 && from == AF_INET6 && h.length == kDsUdpIpv6HeaderLen && len >= kDsUdpIpv6HeaderLen);
     if (!ok)
         return std::nullopt;
     return UdpHeaderInfo{static_cast<Op>(h.op), be32toh(h.qpn) & 0xffffff, h.length};

@@ -1,4 +1,5 @@
 #include "util/file_io.h"
+#include "util/unique_fd.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,26 +10,41 @@
 namespace rdma {
 
 Result<std::string> read_file(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    // The fd is closed on every way out, including a std::string that
+    // cannot grow (the caller's barrier turns that into ENOMEM).
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
         return Errno{errno};
     std::string out;
     char buf[4096];
     for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof(buf));
+        ssize_t n = ::read(fd.get(), buf, sizeof(buf));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            int e = errno;
-            ::close(fd);
-            return Errno{e};
+            return Errno{errno};
         }
         if (n == 0)
             break;
         out.append(buf, static_cast<size_t>(n));
     }
-    ::close(fd);
     return out;
+}
+
+Result<size_t> read_file_into(const char* path, char* buf, size_t max) {
+    if (!max)
+        return Errno{EINVAL};
+    UniqueFd fd(::open(path, O_RDONLY));
+    if (!fd)
+        return Errno{errno};
+    ssize_t n;
+    do {
+        n = ::read(fd.get(), buf, max - 1);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return Errno{errno};
+    buf[n] = '\0';
+    return static_cast<size_t>(n);
 }
 
 Result<std::string> read_sysfs_attr(const std::string& path) {
@@ -42,17 +58,16 @@ Result<std::string> read_sysfs_attr(const std::string& path) {
 }
 
 Result<std::vector<std::string>> list_dir(const std::string& path) {
-    DIR* d = ::opendir(path.c_str());
+    UniqueDir d(::opendir(path.c_str()));
     if (!d)
         return Errno{errno};
     std::vector<std::string> names;
-    while (struct dirent* e = ::readdir(d)) {
+    while (struct dirent* e = ::readdir(d.get())) {
         std::string_view n = e->d_name;
         if (n == "." || n == "..")
             continue;
         names.emplace_back(n);
     }
-    ::closedir(d);
     std::sort(names.begin(), names.end());
     return names;
 }
@@ -92,24 +107,29 @@ std::optional<int64_t> parse_i64(std::string_view s, int base) {
 }
 
 std::optional<uint64_t> parse_guid(std::string_view s) {
+    // Exactly four groups of one to four hex digits: no sign, "0x" or
+    // blank inside a group (parse_u64 would take those), and no ':' after
+    // the last group.
     s = trim(s);
     uint64_t v = 0;
-    int groups = 0;
-    while (!s.empty()) {
-        size_t colon = s.find(':');
-        std::string_view part = s.substr(0, colon);
-        if (part.empty() || part.size() > 4)
+    for (int group = 0; group < 4; ++group) {
+        size_t n = 0;
+        unsigned g = 0;
+        for (; n < s.size() && std::isxdigit(static_cast<unsigned char>(s[n])); ++n) {
+            const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[n])));
+            g = g << 4 | static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10);
+        }
+        if (n == 0 || n > 4)
             return std::nullopt;
-        auto g = parse_u64(part, 16);
-        if (!g)
-            return std::nullopt;
-        v = (v << 16) | *g;
-        ++groups;
-        if (colon == std::string_view::npos)
-            break;
-        s.remove_prefix(colon + 1);
+        v = (v << 16) | g;
+        s.remove_prefix(n);
+        if (group < 3) {
+            if (s.empty() || s.front() != ':')
+                return std::nullopt;
+            s.remove_prefix(1);
+        }
     }
-    if (groups != 4)
+    if (!s.empty())
         return std::nullopt;
     return v;
 }

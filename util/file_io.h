@@ -15,6 +15,11 @@ namespace rdma {
 // Read a whole (small) file. Errors carry errno.
 Result<std::string> read_file(const std::string& path);
 
+// Read at most max-1 bytes of a small file into buf, NUL-terminated, with
+// one read(2) and no allocation (a sysfs attribute gives its whole text at
+// once). The byte count, or errno; max 0 is EINVAL.
+Result<size_t> read_file_into(const char* path, char* buf, size_t max);
+
 // Read a sysfs attribute: the file's text with trailing newlines removed.
 Result<std::string> read_sysfs_attr(const std::string& path);
 

@@ -30,9 +30,9 @@ run() {
     ref-ours) exe=/usr/sbin/$tool; lib=$build/lib;;
     esac
     local base=$out/$n.$variant start=$SECONDS
-    env ${lib:+LD_LIBRARY_PATH=$lib} LD_PRELOAD="$SIM_PRELOAD" timeout 60 \
-        bash -c 'exe=$1; name=$2; shift 2; exec -a "$name" "$exe" "$@"' \
-        run "$exe" "$tool" "$@" </dev/null >"$base.out.raw" 2>"$base.err.raw"
+    env ${lib:+LD_LIBRARY_PATH=$lib} timeout 60 \
+        bash -c 'exe=$1; name=$2; export LD_PRELOAD=$3; shift 3; exec -a "$name" "$exe" "$@"' \
+        run "$exe" "$tool" "$SIM_PRELOAD" "$@" </dev/null >"$base.out.raw" 2>"$base.err.raw"
     echo $? >"$base.rc"
     echo $((SECONDS - start)) >"$base.secs"
     normalize "$base.out.raw" >"$base.out"

@@ -94,9 +94,8 @@ while IFS= read -r line; do
     @noserver) stop_server; continue;;
     @ctl\ *)
         [ "$sm" = 1 ] || continue
-        echo "${line#@ctl }" >"$FABRIC_CTL"
+        fabric-ctl "${line#@ctl }"
         echo "ctl: ${line#@ctl }"
-        sleep 1
         continue;;
     esac
     case "$line" in

@@ -14,7 +14,7 @@ for f in "$1"/*; do
 	    "ibqueryerrors --skip-sl --load-cache $f" \
 	    "ibcacheedit --switchguid 0x1:0x2 $f $FABRIC_DIR/out.cache"; do
 		runs=$((runs + 1))
-		LD_PRELOAD=$SIM_PRELOAD LD_LIBRARY_PATH=$RDMA_BUILD/lib timeout 30 $B/$cmd \
+		LD_LIBRARY_PATH=$RDMA_BUILD/lib timeout 30 env LD_PRELOAD="$SIM_PRELOAD" $B/$cmd \
 		    </dev/null >/dev/null 2>&1
 		rc=$?
 		if [ $rc -ge 124 ] && [ $rc -ne 255 ]; then

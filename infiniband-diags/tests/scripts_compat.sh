@@ -22,8 +22,7 @@ expect() {
 		fails=$((fails + 1))
 	fi
 }
-echo 'PerformanceSet "Switch1"[3] PortCounters.SymbolErrorCounter=12' > "$FABRIC_CTL"
-sleep 0.5
+fabric-ctl 'PerformanceSet "Switch1"[3] PortCounters.SymbolErrorCounter=12'
 for s in ibchecknode ibcheckport ibcheckportstate ibcheckportwidth ibcheckerrs ibdatacounts; do
 	expect 255 "^Usage: $s " $s
 	expect 255 "^Usage: $s " $s -x 1

@@ -13,8 +13,7 @@
 # injection: Unlink, Guid, Error...).
 set -u
 if [ -n "${IBND_SIM_CMD:-}" ]; then
-    echo "$IBND_SIM_CMD" > "$FABRIC_CTL"
-    sleep 0.5   # the console takes it asynchronously
+    fabric-ctl "$IBND_SIM_CMD"
 fi
 tool=0
 if [ "$1" = --tool ]; then tool=1; shift; fi
@@ -32,7 +31,9 @@ run() { # side libdir outfile args...
     local side=$1 dir=$2; shift 2
     # a bounded run: with ibsim, Debian's library waits forever for an SMP
     # the simulator drops (LID-routed starts), ours times it out
-    LD_LIBRARY_PATH=$dir LD_PRELOAD=$SIM_PRELOAD timeout "${IBND_RUN_TIMEOUT:-60}" \
+    # the simulator's shim in the program only, not in timeout (see
+    # infiniband-diags/tests/netdisc_compare.sh)
+    LD_LIBRARY_PATH=$dir timeout "${IBND_RUN_TIMEOUT:-60}" env LD_PRELOAD="$SIM_PRELOAD" \
         "$dump" "$@" > "$side.out" 2> "$side.err.raw"
     echo $? > "$side.rc"
     # libibmad's warnings carry the process id

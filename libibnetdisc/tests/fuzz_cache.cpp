@@ -24,7 +24,7 @@ unsigned touch(ibnd_fabric_t* f) {
                 std::abort();
             if (port->remoteport)
                 sum += static_cast<unsigned>(port->remoteport->portnum) +
-                       static_cast<unsigned>(port->remoteport->node->type);
+                    static_cast<unsigned>(port->remoteport->node->type);
         }
         sum += ibnd_find_node_guid(f, n->guid) ? 1 : 0;
     }

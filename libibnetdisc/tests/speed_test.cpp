@@ -45,8 +45,7 @@ TEST(AggSpeed, EnabledAllOnesReadsAsZero) {
     cap.set(IB_PORT_CAPMASK_F, 1u << 14);
     cap.set(IB_PORT_LINK_SPEED_EXT_ENABLED_F, 30);
     EXPECT_EQ(ibnd_get_agg_linkspeedexten(cap.b, cap.b), 0);
-    EXPECT_EQ(ibnd_get_agg_linkspeedext_field(cap.b, cap.b, IB_PORT_LINK_SPEED_EXT_ENABLED_F,
-                                              IB_NO_FIELD), 0);
+    EXPECT_EQ(ibnd_get_agg_linkspeedext_field(cap.b, cap.b, IB_PORT_LINK_SPEED_EXT_ENABLED_F, IB_NO_FIELD), 0);
 }
 
 TEST(AggSpeed, Names) {

@@ -12,6 +12,9 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,7 +149,7 @@ TEST(Discovery, MalformedAttributesNeverCrash) {
     s.write("class/infiniband_verbs/abi_version", "6\n");
     s.add_device("uverbs0", "rxe0", "not-a-guid", "garbage", "xx");
     s.write("class/infiniband_verbs/uverbs1/abi_version", "2\n");  // no ibdev attribute
-    s.write("class/infiniband_verbs/stray-file", "x");             // not a directory
+    s.write("class/infiniband_verbs/stray-file", "x");  // not a directory
     EXPECT_EQ(0, in_child(s.root(), [] {
                   int n = 0;
                   ibv_device** l = ibv_get_device_list(&n);
@@ -164,7 +167,7 @@ TEST(Discovery, MalformedAttributesNeverCrash) {
                   if (!l || n != 1)
                       return 1;
                   bool ok = ibv_get_device_guid(l[0]) == 0 && l[0]->node_type == IBV_NODE_UNKNOWN &&
-                            l[0]->transport_type == IBV_TRANSPORT_UNKNOWN;
+                      l[0]->transport_type == IBV_TRANSPORT_UNKNOWN;
                   ibv_free_device_list(l);
                   return ok ? 0 : 2;
               }));
@@ -203,5 +206,58 @@ TEST(SysfsHelpers, PathAndReadFile) {
                   if (ibv_read_sysfs_file(root.c_str(), "missing", buf, sizeof(buf)) != -1)
                       return 4;
                   return 0;
+              }));
+}
+
+// ibv_import_device finds the device by the number of the char device the
+// fd is open on: EINVAL for anything else than a char device, ENODEV when
+// no device has that number, and EOPNOTSUPP from a provider that cannot
+// import (rxe, as the reference's rxe).
+TEST(ImportDevice, FdThatIsNoCharDeviceIsEINVAL) {
+    FakeSysfs s;
+    s.write("class/infiniband_verbs/abi_version", "6\n");
+    s.add_device("uverbs0", "rxe0", "a8ee:47ff:fef3:e393");
+    s.write("regular", "x");
+    std::string file = s.root() + "/regular";
+    EXPECT_EQ(0, in_child(s.root(), [file] {
+                  int fd = open(file.c_str(), O_RDONLY);
+                  errno = 0;
+                  if (ibv_import_device(fd) || errno != EINVAL)
+                      return 1;
+                  errno = 0;
+                  if (ibv_import_device(-1) || errno != EINVAL)
+                      return 2;
+                  return 0;
+              }));
+}
+
+TEST(ImportDevice, CharDeviceOfNoRdmaDeviceIsENODEV) {
+    FakeSysfs s;
+    s.write("class/infiniband_verbs/abi_version", "6\n");
+    s.add_device("uverbs0", "rxe0", "a8ee:47ff:fef3:e393");
+    s.write("class/infiniband_verbs/uverbs0/dev", "231:192\n");
+    EXPECT_EQ(0, in_child(s.root(), [] {
+                  int fd = open("/dev/null", O_RDWR);
+                  errno = 0;
+                  return (ibv_import_device(fd) == nullptr && errno == ENODEV) ? 0 : 1;
+              }));
+}
+
+TEST(ImportDevice, RxeCannotImportIsEOPNOTSUPP) {
+    struct stat st;
+    ASSERT_EQ(0, stat("/dev/null", &st));
+    FakeSysfs s;
+    s.write("class/infiniband_verbs/abi_version", "6\n");
+    s.add_device("uverbs0", "rxe0", "a8ee:47ff:fef3:e393");
+    // uverbs0 claims /dev/null's number, so an fd on /dev/null is "its" fd.
+    s.write("class/infiniband_verbs/uverbs0/dev",
+            std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev)) + "\n");
+    EXPECT_EQ(0, in_child(s.root(), [] {
+                  int fd = open("/dev/null", O_RDWR);
+                  errno = 0;
+                  if (ibv_import_device(fd) != nullptr || errno != EOPNOTSUPP)
+                      return 1;
+                  // The fd stays the caller's.
+                  return fcntl(fd, F_GETFD) == 0 ? 0 : 2;
               }));
 }

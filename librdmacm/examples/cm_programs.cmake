@@ -37,7 +37,7 @@ rdma_man_pages(
 # on a loaded host: some 300 program runs, each a few seconds there (mckey
 # waits 3 s more by design); hence the pingpong-like limit.
 if(COMMAND rdma_vm_test)
-  rdma_vm_test(NAME rdmacm_cm_compat TIMEOUT 1800
+  rdma_vm_test(NAME rdmacm_cm_compat LANE cm TIMEOUT 1800
     COMMAND ${CMAKE_SOURCE_DIR}/tests/compat/rdmacm-cm-compat.sh
       /usr/bin $<TARGET_FILE_DIR:rping> --test-libs $<TARGET_FILE_DIR:rdmacm>)
 endif()

@@ -35,7 +35,7 @@ rdma_man_pages(
 # host (some 150 cases, 700 program runs), hence the limit.
 if(COMMAND rdma_vm_test)
   string(REPLACE ";" " " stream_program_words "${stream_programs}")
-  rdma_vm_test(NAME rdmacm_stream_compat TIMEOUT 1200
+  rdma_vm_test(NAME rdmacm_stream_compat LANE cm TIMEOUT 1200
     COMMAND ${CMAKE_SOURCE_DIR}/tests/compat/rdmacm-stream-compat.sh
       --programs "${stream_program_words}"
       /usr/bin $<TARGET_FILE_DIR:rdma_server> --test-libs $<TARGET_FILE_DIR:rdmacm>)

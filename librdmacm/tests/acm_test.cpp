@@ -38,8 +38,7 @@ TEST(Acm, ResolveRequestMatchesTheReference) {
     acm::Msg msg;
     size_t len = acm::encode_resolve(msg, rai);
     ASSERT_EQ(len, 88u);
-    EXPECT_EQ(hex(&msg, len),
-              "0101000000005800000000000000000002000000020000000a4e0001" + std::string(120, '0'));
+    EXPECT_EQ(hex(&msg, len), "0101000000005800000000000000000002000000020000000a4e0001" + std::string(120, '0'));
 }
 
 TEST(Acm, NothingToAskWithoutDestination) {

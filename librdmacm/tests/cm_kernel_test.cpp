@@ -33,7 +33,8 @@ int count_fds() {
     int n = 0;
     DIR* d = opendir("/proc/self/fd");
     while (dirent* e = readdir(d))
-        if (e->d_name[0] != '.') ++n;
+        if (e->d_name[0] != '.')
+            ++n;
     closedir(d);
     return n - 1;
 }
@@ -44,9 +45,11 @@ int kernel_cm_ids() {
     char cmd[128];
     std::snprintf(cmd, sizeof(cmd), "rdma resource show cm_id 2>/dev/null | grep -c 'pid %d '", getpid());
     FILE* f = popen(cmd, "r");
-    if (!f) return -1;
+    if (!f)
+        return -1;
     int n = -1;
-    if (std::fscanf(f, "%d", &n) != 1) n = -1;
+    if (std::fscanf(f, "%d", &n) != 1)
+        n = -1;
     pclose(f);
     return n;
 }
@@ -69,24 +72,27 @@ uint16_t next_port() {
 // Waits for the next event on a channel, at most timeout_ms.
 rdma_cm_event* next_event(rdma_event_channel* ch, int timeout_ms = 10000) {
     pollfd p{ch->fd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) != 1) return nullptr;
+    if (poll(&p, 1, timeout_ms) != 1)
+        return nullptr;
     rdma_cm_event* e = nullptr;
-    if (rdma_get_cm_event(ch, &e)) return nullptr;
+    if (rdma_get_cm_event(ch, &e))
+        return nullptr;
     return e;
 }
 
 // Expects an event of the given type; acks it unless keep is set.
-#define EXPECT_EVENT(ch, type, out)                                                    \
-    do {                                                                               \
-        out = next_event(ch);                                                          \
-        ASSERT_NE(out, nullptr) << "no event, expected " << rdma_event_str(type);     \
+#define EXPECT_EVENT(ch, type, out)                                                             \
+    do {                                                                                        \
+        out = next_event(ch);                                                                   \
+        ASSERT_NE(out, nullptr) << "no event, expected " << rdma_event_str(type);               \
         ASSERT_EQ(out->event, type) << rdma_event_str(out->event) << " status " << out->status; \
     } while (0)
 
 struct Channel {
     rdma_event_channel* ch = rdma_create_event_channel();
     ~Channel() {
-        if (ch) rdma_destroy_event_channel(ch);
+        if (ch)
+            rdma_destroy_event_channel(ch);
     }
 };
 
@@ -106,7 +112,8 @@ protected:
         ids_ = kernel_cm_ids();
     }
     void TearDown() override {
-        if (HasFailure()) return;
+        if (HasFailure())
+            return;
         EXPECT_EQ(count_fds(), fds_) << "fd leak";
         if (ids_ >= 0) {
             EXPECT_EQ(kernel_cm_ids(), ids_) << "kernel cm_id leak";
@@ -259,14 +266,17 @@ struct Pair {
     }
     ~Pair() {
         if (client) {
-            if (client->qp) rdma_destroy_qp(client);
+            if (client->qp)
+                rdma_destroy_qp(client);
             rdma_destroy_id(client);
         }
         if (server) {
-            if (server->qp) rdma_destroy_qp(server);
+            if (server->qp)
+                rdma_destroy_qp(server);
             rdma_destroy_id(server);
         }
-        if (listener) rdma_destroy_id(listener);
+        if (listener)
+            rdma_destroy_id(listener);
     }
 };
 
@@ -398,26 +408,36 @@ TEST_F(Cm, ConnectTransferDisconnect) {
 int run_peer(uint16_t port) {
     rdma_event_channel* ch = rdma_create_event_channel();
     rdma_cm_id* l = nullptr;
-    if (!ch || rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP)) return 2;
+    if (!ch || rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP))
+        return 2;
     sockaddr_in a = ip4(kLocal, port);
-    if (rdma_bind_addr(l, sa(a)) || rdma_listen(l, 1)) return 3;
-    if (write(1, "l", 1) != 1) return 4;
+    if (rdma_bind_addr(l, sa(a)) || rdma_listen(l, 1))
+        return 3;
+    if (write(1, "l", 1) != 1)
+        return 4;
     rdma_cm_event* e = next_event(ch, 60000);
-    if (!e || e->event != RDMA_CM_EVENT_CONNECT_REQUEST) return 5;
+    if (!e || e->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+        return 5;
     rdma_cm_id* s = e->id;
     rdma_ack_cm_event(e);
     ibv_qp_init_attr attr = rc_attr();
-    if (rdma_create_qp(s, nullptr, &attr)) return 6;
-    if (rdma_accept(s, nullptr)) return 7;
+    if (rdma_create_qp(s, nullptr, &attr))
+        return 6;
+    if (rdma_accept(s, nullptr))
+        return 7;
     e = next_event(ch);
-    if (!e || e->event != RDMA_CM_EVENT_ESTABLISHED) return 8;
+    if (!e || e->event != RDMA_CM_EVENT_ESTABLISHED)
+        return 8;
     rdma_ack_cm_event(e);
-    if (write(1, "e", 1) != 1) return 9;
-    for (;;) pause();
+    if (write(1, "e", 1) != 1)
+        return 9;
+    for (;;)
+        pause();
 }
 
 [[maybe_unused]] const int peer_mode = [] {
-    if (const char* p = getenv("CM_TEST_PEER_PORT")) _exit(run_peer(static_cast<uint16_t>(atoi(p))));
+    if (const char* p = getenv("CM_TEST_PEER_PORT"))
+        _exit(run_peer(static_cast<uint16_t>(atoi(p))));
     return 0;
 }();
 
@@ -446,7 +466,8 @@ TEST_F(Cm, PeerKilledMidConnection) {
         return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     };
     char c = 0;
-    if (read(out[0], &c, 1) != 1 || c != 'l') FAIL() << "peer did not listen, exit " << reap();
+    if (read(out[0], &c, 1) != 1 || c != 'l')
+        FAIL() << "peer did not listen, exit " << reap();
     Pair p;
     p.port = port;
     ASSERT_NO_FATAL_FAILURE(p.resolve());
@@ -514,7 +535,6 @@ TEST_F(Cm, UdSidrAndMulticast) {
     EXPECT_EQ(e->param.ud.qp_num, p.server->qp->qp_num);
     EXPECT_EQ(e->param.ud.qkey, static_cast<uint32_t>(RDMA_UDP_QKEY));
     rdma_ack_cm_event(e);
-
 }
 
 // Multicast on a UD id resolved from the local address to the group, as
@@ -553,6 +573,43 @@ TEST_F(Cm, MulticastJoinLeave) {
     EXPECT_EQ(rdma_join_multicast_ex(id, &mx, nullptr), -1);
     EXPECT_EQ(errno, EINVAL);
     rdma_destroy_qp(id);
+    EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// A join the kernel completes but whose QP cannot be attached to the group
+// (the id's QP is an RC QP, which the kernel refuses to attach) reaches the
+// application as MULTICAST_ERROR with a negative status: the library's own
+// failures are reported as -1 (errno says why), never as the positive errno
+// the verbs call returned.
+TEST_F(Cm, MulticastAttachFailureHasNegativeStatus) {
+    Channel c;
+    rdma_cm_id* id = nullptr;
+    ASSERT_EQ(rdma_create_id(c.ch, &id, nullptr, RDMA_PS_UDP), 0);
+    sockaddr_in src = ip4(kLocal, 0);
+    sockaddr_in group = ip4("239.1.2.5", 0);
+    ASSERT_EQ(rdma_resolve_addr(id, sa(src), sa(group), 2000), 0) << strerror(errno);
+    rdma_cm_event* e;
+    EXPECT_EVENT(c.ch, RDMA_CM_EVENT_ADDR_RESOLVED, e);
+    rdma_ack_cm_event(e);
+    ASSERT_NE(id->pd, nullptr);
+    ibv_cq* cq = ibv_create_cq(id->verbs, 4, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr) << strerror(errno);
+    ibv_qp_init_attr attr = rc_attr();
+    attr.send_cq = attr.recv_cq = cq;
+    ibv_qp* rc = ibv_create_qp(id->pd, &attr);
+    ASSERT_NE(rc, nullptr) << strerror(errno);
+    id->qp = rc;
+    int ctx = 7;
+    ASSERT_EQ(rdma_join_multicast(id, sa(group), &ctx), 0) << strerror(errno);
+    EXPECT_EVENT(c.ch, RDMA_CM_EVENT_MULTICAST_ERROR, e);
+    EXPECT_LT(e->status, 0) << "status " << e->status;
+    EXPECT_EQ(e->status, -1);
+    EXPECT_EQ(e->param.ud.private_data, &ctx);
+    rdma_ack_cm_event(e);
+    EXPECT_EQ(rdma_leave_multicast(id, sa(group)), 0) << strerror(errno);
+    id->qp = nullptr;
+    EXPECT_EQ(ibv_destroy_qp(rc), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
     EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 

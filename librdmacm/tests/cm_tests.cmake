@@ -10,7 +10,7 @@ add_executable(librdmacm_cm_tests cm_kernel_test.cpp)
 target_link_libraries(librdmacm_cm_tests PRIVATE rdmacm ibverbs GTest::gtest_main Threads::Threads)
 add_dependencies(librdmacm_cm_tests rxe-rdmav${IBVERBS_PABI_VERSION})
 if(COMMAND rdma_vm_test)
-  rdma_vm_test(NAME librdmacm_cm TIMEOUT 600 COMMAND $<TARGET_FILE:librdmacm_cm_tests>)
+  rdma_vm_test(NAME librdmacm_cm LANE cm TIMEOUT 600 COMMAND $<TARGET_FILE:librdmacm_cm_tests>)
 endif()
 
 find_library(RDMA_REF_RDMACM NAMES librdmacm.so.1 PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} NO_DEFAULT_PATH)
@@ -21,7 +21,7 @@ if(RDMA_REF_RDMACM AND RDMA_REF_IBVERBS AND EXISTS /usr/include/rdma/rdma_cma.h)
   target_link_libraries(librdmacm_cm_tests_reference PRIVATE
     ${RDMA_REF_RDMACM} ${RDMA_REF_IBVERBS} GTest::gtest_main Threads::Threads)
   if(COMMAND rdma_vm_test)
-    rdma_vm_test(NAME librdmacm_cm_reference TIMEOUT 600
+    rdma_vm_test(NAME librdmacm_cm_reference LANE cm TIMEOUT 600
       COMMAND $<TARGET_FILE:librdmacm_cm_tests_reference>)
   endif()
 endif()
@@ -38,7 +38,7 @@ else()
   set(ref_printer /nonexistent)
 endif()
 if(COMMAND rdma_vm_test)
-  rdma_vm_test(NAME rdmacm_getaddrinfo_compat TIMEOUT 300
+  rdma_vm_test(NAME rdmacm_getaddrinfo_compat LANE cm TIMEOUT 300
     COMMAND ${CMAKE_SOURCE_DIR}/tests/compat/rdmacm-getaddrinfo-compat.sh
       ${ref_printer} $<TARGET_FILE:rdmacm_getaddrinfo_print>)
 endif()
@@ -46,7 +46,7 @@ endif()
 # Unit tests (no kernel): the ibacm client's message encoding and decoding.
 add_executable(librdmacm_unit_tests acm_test.cpp ${CMAKE_SOURCE_DIR}/librdmacm/acm.cpp)
 target_include_directories(librdmacm_unit_tests PRIVATE ${CMAKE_SOURCE_DIR})
-target_link_libraries(librdmacm_unit_tests PRIVATE rdmacm_headers GTest::gtest_main)
+target_link_libraries(librdmacm_unit_tests PRIVATE rdmacm_headers rdma_util GTest::gtest_main)
 add_test(NAME unit.librdmacm COMMAND librdmacm_unit_tests)
 
 # A host without RDMA devices: the programs answer as Debian's do.

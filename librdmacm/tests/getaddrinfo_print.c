@@ -8,52 +8,49 @@
 #include <string.h>
 #include <errno.h>
 
-static void addr(const char *what, struct sockaddr *sa, socklen_t len)
-{
-	char buf[64] = "-";
-	if (sa && sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, buf, sizeof(buf));
-	else if (sa && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, buf, sizeof(buf));
-	printf("%s: len %u family %d addr %s port %u\n", what, (unsigned)len,
-	       sa ? sa->sa_family : -1, buf,
-	       sa ? ntohs(((struct sockaddr_in *)sa)->sin_port) : 0);
+static void addr(const char* what, struct sockaddr* sa, socklen_t len) {
+    char buf[64] = "-";
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in*)sa)->sin_addr, buf, sizeof(buf));
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6*)sa)->sin6_addr, buf, sizeof(buf));
+    printf("%s: len %u family %d addr %s port %u\n", what, (unsigned)len, sa ? sa->sa_family : -1, buf,
+           sa ? ntohs(((struct sockaddr_in*)sa)->sin_port) : 0);
 }
 
-int main(int argc, char **argv)
-{
-	struct rdma_addrinfo hints, *res, *r;
-	memset(&hints, 0, sizeof(hints));
-	if (argc > 3 && !strcmp(argv[3], "passive"))
-		hints.ai_flags = RAI_PASSIVE;
-	if (argc > 3 && !strcmp(argv[3], "udp"))
-		hints.ai_port_space = RDMA_PS_UDP;
-	if (argc > 3 && !strcmp(argv[3], "noroute"))
-		hints.ai_flags = RAI_NOROUTE;
-	if (argc > 3 && !strcmp(argv[3], "numeric"))
-		hints.ai_flags = RAI_NUMERICHOST;
-	if (argc > 3 && !strcmp(argv[3], "family"))
-		hints.ai_flags = RAI_FAMILY, hints.ai_family = AF_INET;
-	errno = 0;
-	int ret = rdma_getaddrinfo(argv[1][0] ? argv[1] : NULL, argv[2][0] ? argv[2] : NULL, &hints, &res);
-	if (ret) {
-		printf("ret %d errno %d (%s)\n", ret, errno, ret < 0 && ret != -1 ? gai_strerror(ret) : strerror(errno));
-		return 1;
-	}
-	for (r = res; r; r = r->ai_next) {
-		printf("flags %#x family %d qp_type %d port_space %#x\n", r->ai_flags, r->ai_family,
-		       r->ai_qp_type, r->ai_port_space);
-		addr("src", r->ai_src_addr, r->ai_src_len);
-		addr("dst", r->ai_dst_addr, r->ai_dst_len);
-		printf("canon: %s %s\n", r->ai_src_canonname ? r->ai_src_canonname : "-",
-		       r->ai_dst_canonname ? r->ai_dst_canonname : "-");
-		printf("route_len %zu connect_len %zu\n", r->ai_route_len, r->ai_connect_len);
-		for (size_t i = 0; r->ai_route && i < r->ai_route_len / sizeof(struct ibv_path_data); i++) {
-			struct ibv_path_data *p = (struct ibv_path_data *)r->ai_route + i;
-			printf("path %zu flags %#x pkey %#x mtu %#x rate %#x\n", i, p->flags,
-			       ntohs(p->path.pkey), p->path.mtu, p->path.rate);
-		}
-	}
-	rdma_freeaddrinfo(res);
-	return 0;
+int main(int argc, char** argv) {
+    struct rdma_addrinfo hints, *res, *r;
+    memset(&hints, 0, sizeof(hints));
+    if (argc > 3 && !strcmp(argv[3], "passive"))
+        hints.ai_flags = RAI_PASSIVE;
+    if (argc > 3 && !strcmp(argv[3], "udp"))
+        hints.ai_port_space = RDMA_PS_UDP;
+    if (argc > 3 && !strcmp(argv[3], "noroute"))
+        hints.ai_flags = RAI_NOROUTE;
+    if (argc > 3 && !strcmp(argv[3], "numeric"))
+        hints.ai_flags = RAI_NUMERICHOST;
+    if (argc > 3 && !strcmp(argv[3], "family"))
+        hints.ai_flags = RAI_FAMILY, hints.ai_family = AF_INET;
+    errno = 0;
+    int ret = rdma_getaddrinfo(argv[1][0] ? argv[1] : NULL, argv[2][0] ? argv[2] : NULL, &hints, &res);
+    if (ret) {
+        printf("ret %d errno %d (%s)\n", ret, errno, ret < 0 && ret != -1 ? gai_strerror(ret) : strerror(errno));
+        return 1;
+    }
+    for (r = res; r; r = r->ai_next) {
+        printf("flags %#x family %d qp_type %d port_space %#x\n", r->ai_flags, r->ai_family, r->ai_qp_type,
+               r->ai_port_space);
+        addr("src", r->ai_src_addr, r->ai_src_len);
+        addr("dst", r->ai_dst_addr, r->ai_dst_len);
+        printf("canon: %s %s\n", r->ai_src_canonname ? r->ai_src_canonname : "-",
+               r->ai_dst_canonname ? r->ai_dst_canonname : "-");
+        printf("route_len %zu connect_len %zu\n", r->ai_route_len, r->ai_connect_len);
+        for (size_t i = 0; r->ai_route && i < r->ai_route_len / sizeof(struct ibv_path_data); i++) {
+            struct ibv_path_data* p = (struct ibv_path_data*)r->ai_route + i;
+            printf("path %zu flags %#x pkey %#x mtu %#x rate %#x\n", i, p->flags, ntohs(p->path.pkey), p->path.mtu,
+                   p->path.rate);
+        }
+    }
+    rdma_freeaddrinfo(res);
+    return 0;
 }

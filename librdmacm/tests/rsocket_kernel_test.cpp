@@ -125,9 +125,7 @@ bool send_all(int rs, const void* buf, size_t len) {
     return true;
 }
 
-bool recv_all(int rs, void* buf, size_t len) {
-    return rrecv(rs, buf, len, MSG_WAITALL) == static_cast<ssize_t>(len);
-}
+bool recv_all(int rs, void* buf, size_t len) { return rrecv(rs, buf, len, MSG_WAITALL) == static_cast<ssize_t>(len); }
 
 uint8_t pattern(uint64_t i) { return static_cast<uint8_t>((i * 2654435761u) >> 13); }
 
@@ -1000,8 +998,7 @@ char Watchdog::current[256];
 
 void on_alarm(int) {
     char msg[320];
-    int n = std::snprintf(msg, sizeof msg, "\nTIMEOUT: %s did not finish in %d s\n", Watchdog::current,
-                          kTestLimit);
+    int n = std::snprintf(msg, sizeof msg, "\nTIMEOUT: %s did not finish in %d s\n", Watchdog::current, kTestLimit);
     (void)!write(2, msg, static_cast<size_t>(n));
     void* frames[32];
     backtrace_symbols_fd(frames, backtrace(frames, 32), 2);

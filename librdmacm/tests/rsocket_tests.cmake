@@ -10,7 +10,7 @@ if(GTest_FOUND)
   add_executable(librdmacm_rsocket_unit_tests rsocket_unit_test.cpp
     ${CMAKE_SOURCE_DIR}/librdmacm/rsocket_config.cpp)
   target_include_directories(librdmacm_rsocket_unit_tests PRIVATE ${CMAKE_SOURCE_DIR})
-  target_link_libraries(librdmacm_rsocket_unit_tests PRIVATE rdmacm_headers GTest::gtest_main Threads::Threads)
+  target_link_libraries(librdmacm_rsocket_unit_tests PRIVATE rdmacm_headers rdma_util GTest::gtest_main Threads::Threads)
   add_test(NAME unit.librdmacm_rsocket COMMAND librdmacm_rsocket_unit_tests)
 
   # Stream, datagram, polling, iomap and fault tests on rxe0; the binary is
@@ -19,7 +19,7 @@ if(GTest_FOUND)
   target_link_libraries(librdmacm_rsocket_tests PRIVATE rdmacm ibverbs GTest::gtest Threads::Threads)
   add_dependencies(librdmacm_rsocket_tests rxe-rdmav${IBVERBS_PABI_VERSION})
   if(COMMAND rdma_vm_test)
-    rdma_vm_test(NAME librdmacm_rsocket TIMEOUT 400 COMMAND $<TARGET_FILE:librdmacm_rsocket_tests>)
+    rdma_vm_test(NAME librdmacm_rsocket LANE cm TIMEOUT 400 COMMAND $<TARGET_FILE:librdmacm_rsocket_tests>)
   endif()
 
   # The same tests on Debian's librdmacm keep the expectations honest.
@@ -29,7 +29,7 @@ if(GTest_FOUND)
     target_compile_definitions(librdmacm_rsocket_tests_reference PRIVATE RSOCKET_TEST_REFERENCE)
     target_link_libraries(librdmacm_rsocket_tests_reference PRIVATE ${RSOCKET_REF_RDMACM} GTest::gtest Threads::Threads)
     if(COMMAND rdma_vm_test)
-      rdma_vm_test(NAME librdmacm_rsocket_reference TIMEOUT 400
+      rdma_vm_test(NAME librdmacm_rsocket_reference LANE cm TIMEOUT 400
         COMMAND $<TARGET_FILE:librdmacm_rsocket_tests_reference>)
     endif()
   endif()
@@ -38,12 +38,12 @@ endif()
 if(COMMAND rdma_vm_test)
   # A plain TCP client/server pair over rsockets through LD_PRELOAD, also
   # across our preload library and Debian's.
-  rdma_vm_test(NAME librdmacm_rsocket_preload TIMEOUT 500
+  rdma_vm_test(NAME librdmacm_rsocket_preload LANE cm TIMEOUT 500
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket_preload.sh
       $<TARGET_FILE:rspreload> $<TARGET_FILE_DIR:rdmacm> $<TARGET_FILE:rsocket_tcp_echo>
       /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/rsocket/librspreload.so /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
   # Debian's rstream/riostream/udpong across the two librdmacm.
-  rdma_vm_test(NAME librdmacm_rsocket_compat TIMEOUT 1200
+  rdma_vm_test(NAME librdmacm_rsocket_compat LANE cm TIMEOUT 1200
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/rsocket_compat.sh $<TARGET_FILE_DIR:rdmacm>
       /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
 endif()

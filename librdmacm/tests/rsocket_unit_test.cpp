@@ -71,17 +71,46 @@ TEST(RsocketWire, ConnDataBytes) {
     p.recv_buf_half = 65536;
     wire::ConnData c = wire::encode_conn_data(p);
     std::vector<uint8_t> expect = {
-        1,                                               // version
+        1,  // version
         wire::host_is_big_endian() ? uint8_t(3) : uint8_t(2),  // IOMAP (| NET)
-        0x01, 0x80,                                      // credits 384, big endian
-        0, 0, 0,                                         // reserved
-        129,                                             // 256 iomap entries, scaled
-        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  // target table address
-        0xa1, 0xb2, 0xc3, 0xd4,                          // its rkey
-        0, 0, 0, 2,                                      // two SGE slots
-        0, 0, 0x70, 0, 0, 0, 0x10, 0,                    // receive buffer
-        1, 2, 3, 4,                                      // its rkey
-        0, 1, 0, 0,                                      // half of it: 64 KiB
+        0x01,
+        0x80,  // credits 384, big endian
+        0,
+        0,
+        0,  // reserved
+        129,  // 256 iomap entries, scaled
+        0x11,
+        0x22,
+        0x33,
+        0x44,
+        0x55,
+        0x66,
+        0x77,
+        0x88,  // target table address
+        0xa1,
+        0xb2,
+        0xc3,
+        0xd4,  // its rkey
+        0,
+        0,
+        0,
+        2,  // two SGE slots
+        0,
+        0,
+        0x70,
+        0,
+        0,
+        0,
+        0x10,
+        0,  // receive buffer
+        1,
+        2,
+        3,
+        4,  // its rkey
+        0,
+        1,
+        0,
+        0,  // half of it: 64 KiB
     };
     EXPECT_EQ(bytes_of(&c, sizeof c), expect);
 }
@@ -181,8 +210,8 @@ TEST(RsocketWire, UdpResolutionHeader) {
     inet_pton(AF_INET, "10.78.0.1", &sin.sin_addr);
     wire::DsUdpHeader h;
     ASSERT_EQ(wire::format_udp_header(h, Op::Data, 0xabcdef12, reinterpret_cast<sockaddr*>(&sin)), 16);
-    EXPECT_EQ(bytes_of(&h, 16), (std::vector<uint8_t>{0x55, 0x55, 0x55, 0x55, 4, 0, 16, 0, 0, 0xcd, 0xef, 0x12,
-                                                      10, 78, 0, 1}));
+    EXPECT_EQ(bytes_of(&h, 16),
+              (std::vector<uint8_t>{0x55, 0x55, 0x55, 0x55, 4, 0, 16, 0, 0, 0xcd, 0xef, 0x12, 10, 78, 0, 1}));
     auto info = wire::parse_udp_header(&h, 16, AF_INET);
     ASSERT_TRUE(info);
     EXPECT_EQ(info->op, Op::Data);
@@ -240,7 +269,7 @@ TEST(RsocketOptions, ValuesBecomeSettings) {
     EXPECT_EQ(opts::rcvbuf(65536), 131072u);
     EXPECT_EQ(opts::rcvbuf(1), 2u);
     EXPECT_EQ(opts::sndbuf(65536), 131072u);
-    EXPECT_EQ(opts::sndbuf(100), 4096u);   // never below two low-water marks
+    EXPECT_EQ(opts::sndbuf(100), 4096u);  // never below two low-water marks
     EXPECT_EQ(opts::sndbuf(1024), 2048u);
     EXPECT_EQ(opts::sndbuf(1023), 4096u);
     EXPECT_EQ(opts::queue_value(64), 64);
@@ -262,7 +291,13 @@ TEST(RsocketConfig, ValuesParseLikeScanfUnsigned) {
     EXPECT_EQ(v, 7u);
     EXPECT_TRUE(parse_config_value("-1", v));
     EXPECT_EQ(v, 0xffffffffu);
+    // Past 32 bits the unsigned long is cut, as glibc's scanf stores it.
     EXPECT_TRUE(parse_config_value("99999999999", v));
+    EXPECT_EQ(v, 1215752191u);
+    EXPECT_TRUE(parse_config_value("-4294967297", v));
+    EXPECT_EQ(v, 0xffffffffu);
+    // Past ULONG_MAX strtoul saturates, whatever the sign.
+    EXPECT_TRUE(parse_config_value("-99999999999999999999999", v));
     EXPECT_EQ(v, 0xffffffffu);
     EXPECT_FALSE(parse_config_value("", v));
     EXPECT_FALSE(parse_config_value("abc", v));
@@ -316,8 +351,8 @@ TEST_F(RsocketConfigDir, FilesOverrideAndAreClamped) {
     EXPECT_EQ(c.inline_default, 128);
     EXPECT_EQ(c.sqsize_default, 100);
     EXPECT_EQ(c.rqsize_default, static_cast<uint16_t>(70000));
-    EXPECT_EQ(c.mem_default, 1u);        // at least one byte
-    EXPECT_EQ(c.wmem_default, 4096u);    // at least twice the low-water mark
+    EXPECT_EQ(c.mem_default, 1u);  // at least one byte
+    EXPECT_EQ(c.wmem_default, 4096u);  // at least twice the low-water mark
     EXPECT_EQ(c.iomap_size, 64);
     put("iomap_size", "200\n");
     EXPECT_EQ(read_config(dir_).iomap_size, 200);

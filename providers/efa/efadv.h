@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Public ABI header, kept in the reference layout: not reformatted. */
+/* clang-format off */
 /* EFA direct verbs: the Elastic Fabric Adapter's own entry points next to
  * the generic verbs (SRD queue pairs, extended device/AH/CQ attributes).
  * Every structure here is shared with binaries built against the

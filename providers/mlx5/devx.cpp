@@ -8,9 +8,7 @@
 using rdma::mlx5::fail_null;
 using rdma::mlx5::kNoProvider;
 
-extern "C" int mlx5dv_devx_general_cmd(struct ibv_context*, const void*, size_t, void*, size_t) {
-    return kNoProvider;
-}
+extern "C" int mlx5dv_devx_general_cmd(struct ibv_context*, const void*, size_t, void*, size_t) { return kNoProvider; }
 
 extern "C" struct mlx5dv_devx_obj* mlx5dv_devx_obj_create(struct ibv_context*, const void*, size_t, void*, size_t) {
     return fail_null<mlx5dv_devx_obj>();
@@ -78,21 +76,20 @@ extern "C" struct mlx5dv_devx_cmd_comp* mlx5dv_devx_create_cmd_comp(struct ibv_c
     return fail_null<mlx5dv_devx_cmd_comp>();
 }
 extern "C" void mlx5dv_devx_destroy_cmd_comp(struct mlx5dv_devx_cmd_comp*) {}
-extern "C" int mlx5dv_devx_get_async_cmd_comp(struct mlx5dv_devx_cmd_comp*, struct mlx5dv_devx_async_cmd_hdr*,
-                                              size_t) {
+extern "C" int mlx5dv_devx_get_async_cmd_comp(struct mlx5dv_devx_cmd_comp*, struct mlx5dv_devx_async_cmd_hdr*, size_t) {
     return kNoProvider;
 }
 
 // ---- events ----
 
-extern "C" struct mlx5dv_devx_event_channel* mlx5dv_devx_create_event_channel(
-    struct ibv_context*, enum mlx5dv_devx_create_event_channel_flags) {
+extern "C" struct mlx5dv_devx_event_channel*
+mlx5dv_devx_create_event_channel(struct ibv_context*, enum mlx5dv_devx_create_event_channel_flags) {
     return fail_null<mlx5dv_devx_event_channel>();
 }
 extern "C" void mlx5dv_devx_destroy_event_channel(struct mlx5dv_devx_event_channel*) {}
 
-extern "C" int mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel*, struct mlx5dv_devx_obj*,
-                                                uint16_t, uint16_t[], uint64_t) {
+extern "C" int mlx5dv_devx_subscribe_devx_event(struct mlx5dv_devx_event_channel*, struct mlx5dv_devx_obj*, uint16_t,
+                                                uint16_t[], uint64_t) {
     return kNoProvider;
 }
 extern "C" int mlx5dv_devx_subscribe_devx_event_fd(struct mlx5dv_devx_event_channel*, int, struct mlx5dv_devx_obj*,

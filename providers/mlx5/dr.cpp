@@ -27,7 +27,7 @@ extern "C" struct mlx5dv_dr_table* mlx5dv_dr_table_create(struct mlx5dv_dr_domai
 extern "C" int mlx5dv_dr_table_destroy(struct mlx5dv_dr_table*) { return kNoProvider; }
 
 extern "C" struct mlx5dv_dr_matcher* mlx5dv_dr_matcher_create(struct mlx5dv_dr_table*, uint16_t, uint8_t,
-                                                             struct mlx5dv_flow_match_parameters*) {
+                                                              struct mlx5dv_flow_match_parameters*) {
     return fail_null<mlx5dv_dr_matcher>();
 }
 extern "C" int mlx5dv_dr_matcher_destroy(struct mlx5dv_dr_matcher*) { return kNoProvider; }
@@ -35,9 +35,8 @@ extern "C" int mlx5dv_dr_matcher_set_layout(struct mlx5dv_dr_matcher*, struct ml
     return kNoProvider;
 }
 
-extern "C" struct mlx5dv_dr_rule* mlx5dv_dr_rule_create(struct mlx5dv_dr_matcher*,
-                                                       struct mlx5dv_flow_match_parameters*, size_t,
-                                                       struct mlx5dv_dr_action*[]) {
+extern "C" struct mlx5dv_dr_rule* mlx5dv_dr_rule_create(struct mlx5dv_dr_matcher*, struct mlx5dv_flow_match_parameters*,
+                                                        size_t, struct mlx5dv_dr_action*[]) {
     return fail_null<mlx5dv_dr_rule>();
 }
 extern "C" int mlx5dv_dr_rule_destroy(struct mlx5dv_dr_rule*) { return kNoProvider; }
@@ -66,37 +65,35 @@ extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_dest_devx_tir(struct
     return fail_null<mlx5dv_dr_action>();
 }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_dest_array(struct mlx5dv_dr_domain*, size_t,
-                                                                      struct mlx5dv_dr_action_dest_attr*[]) {
+                                                                       struct mlx5dv_dr_action_dest_attr*[]) {
     return fail_null<mlx5dv_dr_action>();
 }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_drop(void) { return fail_null<mlx5dv_dr_action>(); }
-extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_default_miss(void) {
-    return fail_null<mlx5dv_dr_action>();
-}
+extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_default_miss(void) { return fail_null<mlx5dv_dr_action>(); }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_tag(uint32_t) { return fail_null<mlx5dv_dr_action>(); }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_flow_counter(struct mlx5dv_devx_obj*, uint32_t) {
     return fail_null<mlx5dv_dr_action>();
 }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_aso(struct mlx5dv_dr_domain*, struct mlx5dv_devx_obj*,
-                                                               uint32_t, uint32_t, uint8_t) {
+                                                                uint32_t, uint32_t, uint8_t) {
     return fail_null<mlx5dv_dr_action>();
 }
 extern "C" int mlx5dv_dr_action_modify_aso(struct mlx5dv_dr_action*, uint32_t, uint32_t, uint8_t) {
     return kNoProvider;
 }
-extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_packet_reformat(
-    struct mlx5dv_dr_domain*, uint32_t, enum mlx5dv_flow_action_packet_reformat_type, size_t, void*) {
+extern "C" struct mlx5dv_dr_action*
+mlx5dv_dr_action_create_packet_reformat(struct mlx5dv_dr_domain*, uint32_t,
+                                        enum mlx5dv_flow_action_packet_reformat_type, size_t, void*) {
     return fail_null<mlx5dv_dr_action>();
 }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_modify_header(struct mlx5dv_dr_domain*, uint32_t, size_t,
-                                                                         __be64[]) {
+                                                                          __be64[]) {
     return fail_null<mlx5dv_dr_action>();
 }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_flow_meter(struct mlx5dv_dr_flow_meter_attr*) {
     return fail_null<mlx5dv_dr_action>();
 }
-extern "C" int mlx5dv_dr_action_modify_flow_meter(struct mlx5dv_dr_action*, struct mlx5dv_dr_flow_meter_attr*,
-                                                  __be64) {
+extern "C" int mlx5dv_dr_action_modify_flow_meter(struct mlx5dv_dr_action*, struct mlx5dv_dr_flow_meter_attr*, __be64) {
     return kNoProvider;
 }
 extern "C" struct mlx5dv_dr_action* mlx5dv_dr_action_create_flow_sampler(struct mlx5dv_dr_flow_sampler_attr*) {

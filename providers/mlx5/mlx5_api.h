@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Public ABI header, kept in the reference layout: not reformatted. */
+/* clang-format off */
 /* mlx5dv names for the kernel's mlx5 uapi types and constants
  * (mlx5_user_ioctl_verbs.h): the direct-verbs API spells them MLX5DV_*,
  * the kernel MLX5_IB_UAPI_*; both denote the same values. */

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Public ABI header, kept in the reference layout: not reformatted. */
+/* clang-format off */
 /* mlx5 direct verbs: the ConnectX-specific API beside the generic verbs.
  *
  * Three kinds of content live here, all part of the ABI shared with

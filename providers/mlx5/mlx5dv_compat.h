@@ -49,10 +49,9 @@ int mlx5dv_init_obj_1_2(struct mlx5dv_obj* obj, uint64_t obj_type);
 
 namespace rdma::mlx5 {
 
-// The reference tells its own devices apart by the verbs_device ops the
-// device was created with. No device of this process is ours yet.
-constexpr bool is_mlx5_dev(const ibv_device*) { return false; }
-constexpr bool is_mlx5_ctx(const ibv_context*) { return false; }
+// Whether a device or context is the mlx5 provider's (mlx5.cpp).
+bool is_mlx5_dev(const ibv_device* device);
+bool is_mlx5_ctx(const ibv_context* context);
 
 // Failure conventions of the entry points: a pointer-returning one sets
 // errno and returns NULL; an int-returning one returns the errno value.

@@ -24,9 +24,7 @@ extern "C" int mlx5dv_set_context_attr(struct ibv_context*, enum mlx5dv_set_ctx_
 
 extern "C" int mlx5dv_get_clock_info(struct ibv_context*, struct mlx5dv_clock_info*) { return kNoProvider; }
 
-extern "C" int _mlx5dv_query_port(struct ibv_context*, uint32_t, struct mlx5dv_port*, size_t) {
-    return kNoProvider;
-}
+extern "C" int _mlx5dv_query_port(struct ibv_context*, uint32_t, struct mlx5dv_port*, size_t) { return kNoProvider; }
 
 extern "C" int mlx5dv_get_data_direct_sysfs_path(struct ibv_context*, char*, size_t) { return kNoProvider; }
 
@@ -66,16 +64,13 @@ extern "C" struct ibv_qp* mlx5dv_create_qp(struct ibv_context*, struct ibv_qp_in
     return fail_null<ibv_qp>();
 }
 
-extern "C" struct ibv_wq* mlx5dv_create_wq(struct ibv_context*, struct ibv_wq_init_attr*,
-                                           struct mlx5dv_wq_init_attr*) {
+extern "C" struct ibv_wq* mlx5dv_create_wq(struct ibv_context*, struct ibv_wq_init_attr*, struct mlx5dv_wq_init_attr*) {
     return fail_null<ibv_wq>();
 }
 
 // The reference converts by pointer arithmetic without looking; an
 // extended QP here can only belong to another provider, so refuse.
-extern "C" struct mlx5dv_qp_ex* mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex*) {
-    return fail_null<mlx5dv_qp_ex>();
-}
+extern "C" struct mlx5dv_qp_ex* mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex*) { return fail_null<mlx5dv_qp_ex>(); }
 
 extern "C" int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex*, uint64_t) { return kNoProvider; }
 
@@ -95,9 +90,7 @@ extern "C" struct ibv_dm* mlx5dv_alloc_dm(struct ibv_context*, struct ibv_alloc_
 
 extern "C" void* mlx5dv_dm_map_op_addr(struct ibv_dm*, uint8_t) { return fail_null<void>(); }
 
-extern "C" struct mlx5dv_mkey* mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr*) {
-    return fail_null<mlx5dv_mkey>();
-}
+extern "C" struct mlx5dv_mkey* mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr*) { return fail_null<mlx5dv_mkey>(); }
 
 extern "C" int mlx5dv_destroy_mkey(struct mlx5dv_mkey*) { return kNoProvider; }
 
@@ -116,7 +109,7 @@ extern "C" int mlx5dv_crypto_login_query_state(struct ibv_context*, enum mlx5dv_
 extern "C" int mlx5dv_crypto_logout(struct ibv_context*) { return kNoProvider; }
 
 extern "C" struct mlx5dv_crypto_login_obj* mlx5dv_crypto_login_create(struct ibv_context*,
-                                                                     struct mlx5dv_crypto_login_attr_ex*) {
+                                                                      struct mlx5dv_crypto_login_attr_ex*) {
     return fail_null<mlx5dv_crypto_login_obj>();
 }
 extern "C" int mlx5dv_crypto_login_query(struct mlx5dv_crypto_login_obj*, struct mlx5dv_crypto_login_query_attr*) {
@@ -133,7 +126,7 @@ extern "C" int mlx5dv_dek_destroy(struct mlx5dv_dek*) { return kNoProvider; }
 // ---- flow steering through verbs ----
 
 extern "C" struct mlx5dv_flow_matcher* mlx5dv_create_flow_matcher(struct ibv_context*,
-                                                                 struct mlx5dv_flow_matcher_attr*) {
+                                                                  struct mlx5dv_flow_matcher_attr*) {
     return fail_null<mlx5dv_flow_matcher>();
 }
 extern "C" int mlx5dv_destroy_flow_matcher(struct mlx5dv_flow_matcher*) { return kNoProvider; }
@@ -149,8 +142,7 @@ extern "C" struct ibv_flow* __mlx5dv_create_flow(struct mlx5dv_flow_matcher*, st
     return fail_null<ibv_flow>();
 }
 
-extern "C" struct ibv_flow_action* mlx5dv_create_flow_action_esp(struct ibv_context*,
-                                                                 struct ibv_flow_action_esp_attr*,
+extern "C" struct ibv_flow_action* mlx5dv_create_flow_action_esp(struct ibv_context*, struct ibv_flow_action_esp_attr*,
                                                                  struct mlx5dv_flow_action_esp*) {
     return fail_null<ibv_flow_action>();
 }
@@ -160,13 +152,14 @@ extern "C" struct ibv_flow_action* mlx5dv_create_flow_action_modify_header(struc
     return fail_null<ibv_flow_action>();
 }
 
-extern "C" struct ibv_flow_action* mlx5dv_create_flow_action_packet_reformat(
-    struct ibv_context*, size_t, void*, enum mlx5dv_flow_action_packet_reformat_type, enum mlx5dv_flow_table_type) {
+extern "C" struct ibv_flow_action*
+mlx5dv_create_flow_action_packet_reformat(struct ibv_context*, size_t, void*,
+                                          enum mlx5dv_flow_action_packet_reformat_type, enum mlx5dv_flow_table_type) {
     return fail_null<ibv_flow_action>();
 }
 
 extern "C" struct mlx5dv_steering_anchor* mlx5dv_create_steering_anchor(struct ibv_context*,
-                                                                       struct mlx5dv_steering_anchor_attr*) {
+                                                                        struct mlx5dv_steering_anchor_attr*) {
     return fail_null<mlx5dv_steering_anchor>();
 }
 extern "C" int mlx5dv_destroy_steering_anchor(struct mlx5dv_steering_anchor*) { return kNoProvider; }

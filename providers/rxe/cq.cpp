@@ -13,8 +13,7 @@ namespace {
 
 // The work-completion fields rxe's kernel fills for a user CQ.
 constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
-                                       IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
-                                       IBV_WC_EX_WITH_DLID_PATH_BITS;
+    IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
 
 // A ring whose slots cannot hold a completion is not one we can read.
 bool usable_cq_ring(const QueueMapping& q) { return ring::elem_size(q.buf()) >= sizeof(ib_uverbs_wc); }
@@ -103,7 +102,7 @@ int RxeContext::destroy_cq(ibv_cq* ibcq) {
 
 // ------------------------------------------------------------- data path
 
-int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
+int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
     RxeCq* cq = to_cq(ibcq);
     std::lock_guard guard(cq->lock);
     rxe_queue_buf* q = cq->queue.buf();  // mapped for the CQ's whole life
@@ -119,6 +118,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
     return n;
 }
 
+// Cannot throw; not noexcept: the command may go out as a write(2) (rxe.h).
 int req_notify_cq(ibv_cq* cq, int solicited_only) {
     return Context::from(cq->context)->cmd_req_notify_cq(cq, solicited_only);
 }
@@ -127,17 +127,18 @@ int req_notify_cq(ibv_cq* cq, int solicited_only) {
 
 namespace {
 
-void load_current(RxeCq* cq) {
+void load_current(RxeCq* cq) noexcept {
     cq->poll_wc = static_cast<const ib_uverbs_wc*>(ring::slot(cq->queue.buf(), cq->poll_index));
     cq->vcq.cq_ex.status = static_cast<ibv_wc_status>(cq->poll_wc->status);
     cq->vcq.cq_ex.wr_id = cq->poll_wc->wr_id;
 }
 
+// The extended polling hooks touch only the ring: noexcept.
 // The lock is held from a successful start_poll until end_poll. CQs
 // created with IBV_CREATE_CQ_ATTR_SINGLE_THREADED get the Locked=false
 // instances: the application promised one thread, so no lock at all.
 template <bool Locked>
-int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr*) {
+int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr*) noexcept {
     RxeCq* cq = to_cq(current);
     if constexpr (Locked)
         cq->lock.lock();
@@ -158,7 +159,7 @@ int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr*) {
     return 0;
 }
 
-int next_poll(ibv_cq_ex* current) {
+int next_poll(ibv_cq_ex* current) noexcept {
     RxeCq* cq = to_cq(current);
     rxe_queue_buf* q = cq->queue.buf();
     if (!cq->poll_wc)
@@ -174,7 +175,7 @@ int next_poll(ibv_cq_ex* current) {
 }
 
 template <bool Locked>
-void end_poll(ibv_cq_ex* current) {
+void end_poll(ibv_cq_ex* current) noexcept {
     RxeCq* cq = to_cq(current);
     rxe_queue_buf* q = cq->queue.buf();
     if (cq->poll_wc) {
@@ -186,19 +187,19 @@ void end_poll(ibv_cq_ex* current) {
         cq->lock.unlock();
 }
 
-const ib_uverbs_wc& cur(ibv_cq_ex* current) { return *to_cq(current)->poll_wc; }
+const ib_uverbs_wc& cur(ibv_cq_ex* current) noexcept { return *to_cq(current)->poll_wc; }
 
-ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cur(c).opcode); }
-uint32_t read_vendor_err(ibv_cq_ex* c) { return cur(c).vendor_err; }
-uint32_t read_byte_len(ibv_cq_ex* c) { return cur(c).byte_len; }
-__be32 read_imm_data(ibv_cq_ex* c) { return cur(c).ex.imm_data; }
-uint32_t read_qp_num(ibv_cq_ex* c) { return cur(c).qp_num; }
-uint32_t read_src_qp(ibv_cq_ex* c) { return cur(c).src_qp; }
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) noexcept { return static_cast<ibv_wc_opcode>(cur(c).opcode); }
+uint32_t read_vendor_err(ibv_cq_ex* c) noexcept { return cur(c).vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) noexcept { return cur(c).byte_len; }
+__be32 read_imm_data(ibv_cq_ex* c) noexcept { return cur(c).ex.imm_data; }
+uint32_t read_qp_num(ibv_cq_ex* c) noexcept { return cur(c).qp_num; }
+uint32_t read_src_qp(ibv_cq_ex* c) noexcept { return cur(c).src_qp; }
 // The kernel's flag bits, as ibv_poll_cq reports them too.
-unsigned int read_wc_flags(ibv_cq_ex* c) { return cur(c).wc_flags; }
-uint32_t read_slid(ibv_cq_ex* c) { return cur(c).slid; }
-uint8_t read_sl(ibv_cq_ex* c) { return cur(c).sl; }
-uint8_t read_dlid_path_bits(ibv_cq_ex* c) { return cur(c).dlid_path_bits; }
+unsigned int read_wc_flags(ibv_cq_ex* c) noexcept { return cur(c).wc_flags; }
+uint32_t read_slid(ibv_cq_ex* c) noexcept { return cur(c).slid; }
+uint8_t read_sl(ibv_cq_ex* c) noexcept { return cur(c).sl; }
+uint8_t read_dlid_path_bits(ibv_cq_ex* c) noexcept { return cur(c).dlid_path_bits; }
 
 }  // namespace
 

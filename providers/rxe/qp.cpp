@@ -21,12 +21,11 @@ namespace {
 // What the ibv_wr_* interface offers per transport: the operations rxe's
 // kernel carries out for that QP type.
 constexpr uint64_t kRcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-                                IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
-                                IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-                                IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+    IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |
+    IBV_QP_EX_WITH_SEND_WITH_INV;
 constexpr uint64_t kUcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-                                IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW |
-                                IBV_QP_EX_WITH_SEND_WITH_INV;
+    IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
 constexpr uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 uint64_t supported_send_ops(ibv_qp_type type) {
@@ -93,8 +92,7 @@ int fill_send(RxeQp& qp, rxe_queue_buf* q, const ibv_send_wr& wr, uint32_t& inde
         return EINVAL;
     if ((wr.send_flags & IBV_SEND_INLINE) && length > sq.max_inline)
         return EINVAL;
-    if (wr.opcode == IBV_WR_BIND_MW &&
-        (!wr.bind_mw.mw || wr.num_sge || (type != IBV_QPT_RC && type != IBV_QPT_UC)))
+    if (wr.opcode == IBV_WR_BIND_MW && (!wr.bind_mw.mw || wr.num_sge || (type != IBV_QPT_RC && type != IBV_QPT_UC)))
         return EINVAL;
     const bool ud_send = type == IBV_QPT_UD && (wr.opcode == IBV_WR_SEND || wr.opcode == IBV_WR_SEND_WITH_IMM);
     if (ud_send && !wr.wr.ud.ah)
@@ -155,7 +153,6 @@ int fill_recv(const WorkQueue& wq, rxe_queue_buf* q, const ibv_recv_wr& wr, uint
     return 0;
 }
 
-
 }  // namespace
 
 // ---------------------------------------------------------------- control
@@ -205,8 +202,7 @@ ibv_qp* RxeContext::create_qp_ex(ibv_qp_init_attr_ex* attr) {
         errno = EINVAL;
         return nullptr;
     }
-    if ((attr->comp_mask & ~kKnown) ||
-        ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+    if ((attr->comp_mask & ~kKnown) || ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -236,9 +232,7 @@ int RxeContext::query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_in
     return cmd_query_qp(qp, attr, attr_mask, init_attr);
 }
 
-int RxeContext::modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
-    return cmd_modify_qp(qp, attr, attr_mask);
-}
+int RxeContext::modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) { return cmd_modify_qp(qp, attr, attr_mask); }
 
 int RxeContext::destroy_qp(ibv_qp* qp) {
     if (int e = cmd_destroy_qp(qp))
@@ -249,6 +243,7 @@ int RxeContext::destroy_qp(ibv_qp* qp) {
 
 // ------------------------------------------------------------- data path
 
+// Cannot throw; not noexcept because of the doorbell's write(2) (rxe.h).
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     if (!bad_wr)
         return EINVAL;
@@ -282,7 +277,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 namespace {
 
 // Receives need no doorbell: the kernel reads the ring as packets arrive.
-int post_receives(WorkQueue& wq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+int post_receives(WorkQueue& wq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     if (!bad_wr)
         return EINVAL;
     *bad_wr = nullptr;
@@ -310,9 +305,17 @@ int post_receives(WorkQueue& wq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 
 }  // namespace
 
-int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) { return post_receives(to_qp(qp)->rq, wr, bad_wr); }
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    // A QP in RESET takes no receives (IBA C10-97.2.1); the reference's
+    // rxe refuses them before looking at the list, *bad_wr left NULL.
+    if (qp->state == IBV_QPS_RESET && bad_wr && wr) {
+        *bad_wr = nullptr;
+        return EINVAL;
+    }
+    return post_receives(to_qp(qp)->rq, wr, bad_wr);
+}
 
-int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     return post_receives(to_srq(srq)->rq, wr, bad_wr);
 }
 
@@ -340,9 +343,12 @@ int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
 
 namespace {
 
+// Everything here but wr_complete (its doorbell is a write(2), a
+// cancellation point; see rxe.h) only fills the ring: noexcept.
+//
 // Starts the next WQE of the batch, or nullptr once the batch has failed;
 // the setters below then apply to nothing and wr_complete reports it.
-rxe_send_wqe* next_wqe(ibv_qp_ex* qpx, ibv_wr_opcode opcode) {
+rxe_send_wqe* next_wqe(ibv_qp_ex* qpx, ibv_wr_opcode opcode) noexcept {
     RxeQp* qp = to_qp(qpx);
     if (qp->wr_err)
         return nullptr;
@@ -358,13 +364,13 @@ rxe_send_wqe* next_wqe(ibv_qp_ex* qpx, ibv_wr_opcode opcode) {
     return wqe;
 }
 
-void fail_batch(RxeQp* qp, int err) {
+void fail_batch(RxeQp* qp, int err) noexcept {
     if (!qp->wr_err)
         qp->wr_err = err;
     qp->wr_cur = nullptr;
 }
 
-void wr_start(ibv_qp_ex* qpx) {
+void wr_start(ibv_qp_ex* qpx) noexcept {
     RxeQp* qp = to_qp(qpx);
     qp->sq.lock.lock();
     qp->wr_index = ring::produced(qp->sq.queue.buf());
@@ -386,48 +392,48 @@ int wr_complete(ibv_qp_ex* qpx) {
     return posted ? qp->doorbell.ring() : 0;
 }
 
-void wr_abort(ibv_qp_ex* qpx) {
+void wr_abort(ibv_qp_ex* qpx) noexcept {
     RxeQp* qp = to_qp(qpx);
     qp->wr_cur = nullptr;
     qp->sq.lock.unlock();
 }
 
-void wr_send(ibv_qp_ex* qpx) { next_wqe(qpx, IBV_WR_SEND); }
+void wr_send(ibv_qp_ex* qpx) noexcept { next_wqe(qpx, IBV_WR_SEND); }
 
-void wr_send_imm(ibv_qp_ex* qpx, __be32 imm) {
+void wr_send_imm(ibv_qp_ex* qpx, __be32 imm) noexcept {
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_SEND_WITH_IMM))
         wqe->wr.ex.imm_data = imm;
 }
 
-void wr_send_inv(ibv_qp_ex* qpx, uint32_t rkey) {
+void wr_send_inv(ibv_qp_ex* qpx, uint32_t rkey) noexcept {
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_SEND_WITH_INV))
         wqe->wr.ex.invalidate_rkey = rkey;
 }
 
-void set_rdma(rxe_send_wqe* wqe, uint32_t rkey, uint64_t remote_addr) {
+void set_rdma(rxe_send_wqe* wqe, uint32_t rkey, uint64_t remote_addr) noexcept {
     wqe->wr.wr.rdma.remote_addr = remote_addr;
     wqe->wr.wr.rdma.rkey = rkey;
     wqe->iova = remote_addr;
 }
 
-void wr_rdma_write(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) {
+void wr_rdma_write(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) noexcept {
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_RDMA_WRITE))
         set_rdma(wqe, rkey, remote_addr);
 }
 
-void wr_rdma_write_imm(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, __be32 imm) {
+void wr_rdma_write_imm(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, __be32 imm) noexcept {
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_RDMA_WRITE_WITH_IMM)) {
         set_rdma(wqe, rkey, remote_addr);
         wqe->wr.ex.imm_data = imm;
     }
 }
 
-void wr_rdma_read(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) {
+void wr_rdma_read(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) noexcept {
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_RDMA_READ))
         set_rdma(wqe, rkey, remote_addr);
 }
 
-void set_atomic(rxe_send_wqe* wqe, uint32_t rkey, uint64_t remote_addr, uint64_t compare_add, uint64_t swap) {
+void set_atomic(rxe_send_wqe* wqe, uint32_t rkey, uint64_t remote_addr, uint64_t compare_add, uint64_t swap) noexcept {
     wqe->wr.wr.atomic.remote_addr = remote_addr;
     wqe->wr.wr.atomic.compare_add = compare_add;
     wqe->wr.wr.atomic.swap = swap;
@@ -435,38 +441,38 @@ void set_atomic(rxe_send_wqe* wqe, uint32_t rkey, uint64_t remote_addr, uint64_t
     wqe->iova = remote_addr;
 }
 
-void wr_atomic_cmp_swp(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, uint64_t compare, uint64_t swap) {
+void wr_atomic_cmp_swp(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, uint64_t compare, uint64_t swap) noexcept {
     if (remote_addr & 7)
         return fail_batch(to_qp(qpx), EINVAL);
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_ATOMIC_CMP_AND_SWP))
         set_atomic(wqe, rkey, remote_addr, compare, swap);
 }
 
-void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, uint64_t add) {
+void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, uint64_t add) noexcept {
     if (remote_addr & 7)
         return fail_batch(to_qp(qpx), EINVAL);
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD))
         set_atomic(wqe, rkey, remote_addr, add, 0);
 }
 
-void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) noexcept {
     if (info->mw_access_flags & IBV_ACCESS_ZERO_BASED)
         return fail_batch(to_qp(qpx), EINVAL);
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_BIND_MW))
         set_bind(*wqe, mw, rkey, *info);
 }
 
-void wr_local_inv(ibv_qp_ex* qpx, uint32_t rkey) {
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t rkey) noexcept {
     if (rxe_send_wqe* wqe = next_wqe(qpx, IBV_WR_LOCAL_INV))
         wqe->wr.ex.invalidate_rkey = rkey;
 }
 
-void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) noexcept {
     if (rxe_send_wqe* wqe = to_qp(qpx)->wr_cur)
         set_ud_dest(*wqe, ah, remote_qpn, remote_qkey);
 }
 
-void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
+void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) noexcept {
     rxe_send_wqe* wqe = to_qp(qpx)->wr_cur;
     if (!wqe)
         return;
@@ -477,7 +483,7 @@ void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
     set_payload_length(*wqe, 1, length);
 }
 
-void wr_set_sge_list(ibv_qp_ex* qpx, size_t num_sge, const ibv_sge* sg_list) {
+void wr_set_sge_list(ibv_qp_ex* qpx, size_t num_sge, const ibv_sge* sg_list) noexcept {
     RxeQp* qp = to_qp(qpx);
     rxe_send_wqe* wqe = qp->wr_cur;
     if (!wqe)
@@ -493,7 +499,7 @@ void wr_set_sge_list(ibv_qp_ex* qpx, size_t num_sge, const ibv_sge* sg_list) {
 }
 
 // Inline data lives in the WQE; the kernel knows it by the INLINE flag.
-void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num_buf, const ibv_data_buf* bufs) {
+void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num_buf, const ibv_data_buf* bufs) noexcept {
     RxeQp* qp = to_qp(qpx);
     rxe_send_wqe* wqe = qp->wr_cur;
     if (!wqe)
@@ -512,7 +518,7 @@ void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num_buf, const ibv_data_buf*
     set_payload_length(*wqe, 0, static_cast<uint32_t>(total));
 }
 
-void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
+void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) noexcept {
     const ibv_data_buf buf{addr, length};
     wr_set_inline_data_list(qpx, 1, &buf);
 }

@@ -27,8 +27,7 @@ RxeContext::RxeContext(Device& device, int cmd_fd) : Context(device, cmd_fd) {
     ops.bind_mw = bind_mw;
 }
 
-int RxeContext::query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
-                                size_t attr_size) {
+int RxeContext::query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size) {
     uint64_t raw_fw = 0;
     if (int e = cmd_query_device_ex(input, attr, attr_size, &raw_fw))
         return e;
@@ -39,38 +38,19 @@ int RxeContext::query_device_ex(const ibv_query_device_ex_input* input, ibv_devi
 // ---------------------------------------------------------------------- PD
 
 ibv_pd* RxeContext::alloc_pd() {
-    auto pd = std::unique_ptr<ibv_pd>(new (std::nothrow) ibv_pd{});
-    if (!pd) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    if (int e = cmd_alloc_pd(pd.get())) {
-        errno = e;
-        return nullptr;
-    }
-    return pd.release();
+    return create_object<ibv_pd>([&](ibv_pd& pd) { return cmd_alloc_pd(&pd); });
 }
 
+// EBUSY while objects still use it: the PD stays valid.
 int RxeContext::dealloc_pd(ibv_pd* pd) {
-    if (int e = cmd_dealloc_pd(pd))
-        return e;  // EBUSY while objects still use it: the PD stays valid
-    delete pd;
-    return 0;
+    return destroy_object(pd, [&](ibv_pd& p) { return cmd_dealloc_pd(&p); });
 }
 
 // ---------------------------------------------------------------------- MR
 
 ibv_mr* RxeContext::reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
-    auto mr = std::unique_ptr<VerbsMr>(new (std::nothrow) VerbsMr{});
-    if (!mr) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    if (int e = cmd_reg_mr(pd, addr, length, hca_va, access, mr.get())) {
-        errno = e;
-        return nullptr;
-    }
-    return &mr.release()->mr;
+    VerbsMr* mr = create_object<VerbsMr>([&](VerbsMr& m) { return cmd_reg_mr(pd, addr, length, hca_va, access, &m); });
+    return mr ? &mr->mr : nullptr;
 }
 
 // rxe's kernel accepts a new PD and new access flags; a new translation
@@ -80,32 +60,17 @@ int RxeContext::rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t 
 }
 
 int RxeContext::dereg_mr(VerbsMr* mr) {
-    if (int e = cmd_dereg_mr(mr))
-        return e;
-    delete mr;
-    return 0;
+    return destroy_object(mr, [&](VerbsMr& m) { return cmd_dereg_mr(&m); });
 }
 
 // ---------------------------------------------------------------------- MW
 
 ibv_mw* RxeContext::alloc_mw(ibv_pd* pd, ibv_mw_type type) {
-    auto mw = std::unique_ptr<ibv_mw>(new (std::nothrow) ibv_mw{});
-    if (!mw) {
-        errno = ENOMEM;
-        return nullptr;
-    }
-    if (int e = cmd_alloc_mw(pd, type, mw.get())) {
-        errno = e;
-        return nullptr;
-    }
-    return mw.release();
+    return create_object<ibv_mw>([&](ibv_mw& mw) { return cmd_alloc_mw(pd, type, &mw); });
 }
 
 int RxeContext::dealloc_mw(ibv_mw* mw) {
-    if (int e = cmd_dealloc_mw(mw))
-        return e;
-    delete mw;
-    return 0;
+    return destroy_object(mw, [&](ibv_mw& m) { return cmd_dealloc_mw(&m); });
 }
 
 // ---------------------------------------------------------------------- AH
@@ -193,18 +158,8 @@ public:
     using Device::Device;
 
     Context* open_context(int cmd_fd, void*) override {
-        auto* ctx = new (std::nothrow) RxeContext(*this, cmd_fd);
-        if (!ctx) {
-            errno = ENOMEM;
-            return nullptr;
-        }
-        if (int e = ctx->init_kernel_context(nullptr, 0, nullptr, 0)) {
-            ctx->ibv()->cmd_fd = -1;  // the caller still owns and closes it
-            delete ctx;
-            errno = e;
-            return nullptr;
-        }
-        return ctx;
+        return open_provider_context<RxeContext>(
+            *this, cmd_fd, [](RxeContext& c) { return c.init_kernel_context(nullptr, 0, nullptr, 0); });
     }
 };
 
@@ -218,9 +173,10 @@ const Provider kRxe{
     1,
     2,
     kMatch,
-    [](const SysfsDevice& sysfs, const MatchEntry*) -> Device* {
-        return new (std::nothrow) RxeDevice(kRxe, sysfs);
-    },
+    // Device's constructor copies strings: a plain new, so that running out
+    // of memory is one exception whichever allocation failed (libibverbs
+    // skips the device with a warning, as the reference does).
+    [](const SysfsDevice& sysfs, const MatchEntry*) -> Device* { return new RxeDevice(kRxe, sysfs); },
 };
 
 [[gnu::constructor]] void register_rxe() { register_provider(kRxe); }

@@ -84,8 +84,7 @@ class RxeContext final : public Context {
 public:
     RxeContext(verbs::Device& device, int cmd_fd);
 
-    int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
-                        size_t attr_size) override;
+    int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size) override;
 
     ibv_pd* alloc_pd() override;
     int dealloc_pd(ibv_pd* pd) override;
@@ -124,11 +123,18 @@ private:
 };
 
 // Data path (ibv_context::ops and the ibv_cq_ex / ibv_qp_ex hooks).
-int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
+// Applications call these through verbs.h's inline functions, past every
+// exported function and so past the C-entry barrier: none may throw, and
+// none allocates. Those that only touch the shared rings are noexcept.
+// The ones that ring the kernel (the doorbell and REQ_NOTIFY_CQ are a
+// write(2)) are not: write is a cancellation point, and glibc's forced
+// unwind through a noexcept frame would be std::terminate instead of the
+// thread exit pthread_cancel means.
+int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
-int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
-int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
 
 void install_cq_ex_ops(ibv_cq_ex& cq, bool single_threaded = false);

@@ -9,25 +9,23 @@
 #include <stdlib.h>
 
 static unsigned long sends;
-typedef int (*send_fn)(int, int, void *, int, int, int);
+typedef int (*send_fn)(int, int, void*, int, int, int);
 
-int umad_send(int fd, int agentid, void *umad, int length, int timeout_ms, int retries)
-{
-	static send_fn next;
-	if (!next)
-		next = (send_fn)dlsym(RTLD_NEXT, "umad_send");
-	__atomic_add_fetch(&sends, 1, __ATOMIC_RELAXED);
-	return next(fd, agentid, umad, length, timeout_ms, retries);
+int umad_send(int fd, int agentid, void* umad, int length, int timeout_ms, int retries) {
+    static send_fn next;
+    if (!next)
+        next = (send_fn)dlsym(RTLD_NEXT, "umad_send");
+    __atomic_add_fetch(&sends, 1, __ATOMIC_RELAXED);
+    return next(fd, agentid, umad, length, timeout_ms, retries);
 }
 
-__attribute__((destructor)) static void report(void)
-{
-	const char *file = getenv("MAD_COUNT_FILE");
-	FILE *f = file ? fopen(file, "a") : NULL;
-	if (f) {
-		fprintf(f, "%lu\n", sends);
-		fclose(f);
-	} else {
-		fprintf(stderr, "mads_sent %lu\n", sends);
-	}
+__attribute__((destructor)) static void report(void) {
+    const char* file = getenv("MAD_COUNT_FILE");
+    FILE* f = file ? fopen(file, "a") : NULL;
+    if (f) {
+        fprintf(f, "%lu\n", sends);
+        fclose(f);
+    } else {
+        fprintf(stderr, "mads_sent %lu\n", sends);
+    }
 }

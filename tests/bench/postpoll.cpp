@@ -83,8 +83,9 @@ int main(int argc, char** argv) {
         a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
         a.ah_attr.grh.hop_limit = 64;
         a.ah_attr.port_num = 1;
-        if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        if (ibv_modify_qp(q, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
             return die("rtr");
         a = {};
         a.qp_state = IBV_QPS_RTS;
@@ -92,8 +93,9 @@ int main(int argc, char** argv) {
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = 1;
-        if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+        if (ibv_modify_qp(q, &a,
+                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                              IBV_QP_MAX_QP_RD_ATOMIC))
             return die("rts");
     }
     ibv_qp* qp = qps[0];

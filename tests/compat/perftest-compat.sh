@@ -34,7 +34,7 @@ run_pair() {
         crc=$?
         [ $crc = 0 ] && break
         kill -0 $srv 2>/dev/null || break
-        grep -qE "Couldn't connect|Unexpected CM event" "$work/cli" || break
+        grep -qE "Couldn't connect|Unexpected CM event|RDMA_CM_EVENT_REJECTED" "$work/cli" || break
     done
     wait $srv
     src=$?
@@ -44,8 +44,8 @@ run_pair() {
         echo "ok    $t $args:$result"
     else
         echo "FAIL  $t $args (client exit $crc, server exit $src)"
-        sed 's/^/      client| /' "$work/cli" | tail -n 15
-        sed 's/^/      server| /' "$work/srv" | tail -n 15
+        sed "s/^/      client| /" "$work/cli" | tail -n 40
+        sed "s/^/      server| /" "$work/srv" | tail -n 40
         fail=1
     fi
 }

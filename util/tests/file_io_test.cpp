@@ -18,11 +18,15 @@ TEST(ParseGuid, AcceptsSysfsFormat) {
 
 TEST(ParseGuid, RejectsMalformed) {
     EXPECT_FALSE(parse_guid(""));
-    EXPECT_FALSE(parse_guid("a8ee:47ff:fef3"));            // three groups
+    EXPECT_FALSE(parse_guid("a8ee:47ff:fef3"));  // three groups
     EXPECT_FALSE(parse_guid("a8ee:47ff:fef3:e393:0000"));  // five groups
-    EXPECT_FALSE(parse_guid("a8ee:47ff:fef3:e3931"));      // group too long
-    EXPECT_FALSE(parse_guid("a8ee::fef3:e393"));           // empty group
+    EXPECT_FALSE(parse_guid("a8ee:47ff:fef3:e3931"));  // group too long
+    EXPECT_FALSE(parse_guid("a8ee::fef3:e393"));  // empty group
     EXPECT_FALSE(parse_guid("zzzz:47ff:fef3:e393"));
+    EXPECT_FALSE(parse_guid("a8ee:47ff:fef3:e393:"));  // trailing ':'
+    EXPECT_FALSE(parse_guid("0x1f:47ff:fef3:e393"));  // not hex digits only
+    EXPECT_FALSE(parse_guid("a8ee:+7ff:fef3:e393"));
+    EXPECT_FALSE(parse_guid("a8ee: 47f:fef3:e393"));
 }
 
 TEST(ParseNumbers, WholeStringOnly) {

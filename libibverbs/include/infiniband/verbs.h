@@ -128,6 +128,8 @@ enum ibv_fork_status {
  */
 #define IBV_DEVICE_RAW_SCATTER_FCS (1ULL << 34)
 #define IBV_DEVICE_PCI_WRITE_END_PADDING (1ULL << 36)
+/* DMA goes through unprotected bounce memory (confidential computing). */
+#define IBV_DEVICE_CC_DMA_BOUNCE (1ULL << 41)
 
 enum ibv_atomic_cap {
 	IBV_ATOMIC_NONE,
@@ -211,6 +213,8 @@ enum ibv_odp_transport_cap_bits {
 	IBV_ODP_SUPPORT_READ = 1 << 3,
 	IBV_ODP_SUPPORT_ATOMIC = 1 << 4,
 	IBV_ODP_SUPPORT_SRQ_RECV = 1 << 5,
+	IBV_ODP_SUPPORT_FLUSH = 1 << 6,
+	IBV_ODP_SUPPORT_ATOMIC_WRITE = 1 << 7,
 };
 
 struct ibv_odp_caps {
@@ -388,6 +392,7 @@ enum ibv_port_cap_flags2 {
 	IBV_PORT_LINK_WIDTH_2X_SUP = 1 << 4,
 	IBV_PORT_LINK_SPEED_HDR_SUP = 1 << 5,
 	IBV_PORT_LINK_SPEED_NDR_SUP = 1 << 10,
+	IBV_PORT_LINK_SPEED_XDR_SUP = 1 << 12,
 };
 
 struct ibv_port_attr {
@@ -494,6 +499,7 @@ enum ibv_wc_opcode {
 	IBV_WC_BIND_MW,
 	IBV_WC_LOCAL_INV,
 	IBV_WC_TSO,
+	IBV_WC_FLUSH,
 	IBV_WC_ATOMIC_WRITE = 9,
 	/* Receive opcodes all have bit 7 set: (opcode & IBV_WC_RECV) tests it. */
 	IBV_WC_RECV = 1 << 7,
@@ -593,6 +599,8 @@ enum ibv_access_flags {
 	IBV_ACCESS_ZERO_BASED = (1 << 5),
 	IBV_ACCESS_ON_DEMAND = (1 << 6),
 	IBV_ACCESS_HUGETLB = (1 << 7),
+	IBV_ACCESS_FLUSH_GLOBAL = (1 << 8),
+	IBV_ACCESS_FLUSH_PERSISTENT = (1 << 9),
 	IBV_ACCESS_RELAXED_ORDERING = IBV_ACCESS_OPTIONAL_FIRST,
 };
 
@@ -602,6 +610,14 @@ struct ibv_mw_bind_info {
 	uint64_t length;
 	unsigned int mw_access_flags;	/* enum ibv_access_flags */
 };
+
+/* A DMA handle (TPH steering hints for the memory of an MR), IBVERBS_1.15. */
+struct ibv_dmah {
+	struct ibv_context *context;
+};
+
+/* A provider-allocated buffer (ibv_alloc_buf), opaque to applications. */
+struct ibv_buf;
 
 struct ibv_pd {
 	struct ibv_context *context;
@@ -647,6 +663,29 @@ struct ibv_mr {
 	uint32_t handle;
 	uint32_t lkey;
 	uint32_t rkey;
+};
+
+/* Which optional members of struct ibv_mr_init_attr are valid. */
+enum ibv_mr_init_attr_mask {
+	IBV_REG_MR_MASK_IOVA = 1 << 0,
+	IBV_REG_MR_MASK_ADDR = 1 << 1,
+	IBV_REG_MR_MASK_FD = 1 << 2,
+	IBV_REG_MR_MASK_FD_OFFSET = 1 << 3,
+	IBV_REG_MR_MASK_DMAH = 1 << 4,
+	IBV_REG_MR_MASK_BUF = 1 << 5,
+};
+
+/* ibv_reg_mr_ex: one registration call for VA, dma-buf and buffer MRs. */
+struct ibv_mr_init_attr {
+	size_t length;
+	int access;		/* enum ibv_access_flags */
+	uint64_t comp_mask;	/* enum ibv_mr_init_attr_mask */
+	uint64_t iova;
+	void *addr;
+	int fd;			/* a dma-buf */
+	uint64_t fd_offset;
+	struct ibv_dmah *dmah;
+	struct ibv_buf *buf;	/* with IBV_REG_MR_MASK_ADDR inside it */
 };
 
 enum ibv_mw_type {
@@ -914,6 +953,7 @@ enum ibv_qp_create_send_ops_flags {
 	IBV_QP_EX_WITH_BIND_MW = 1 << 8,
 	IBV_QP_EX_WITH_SEND_WITH_INV = 1 << 9,
 	IBV_QP_EX_WITH_TSO = 1 << 10,
+	IBV_QP_EX_WITH_FLUSH = 1 << 11,
 	IBV_QP_EX_WITH_ATOMIC_WRITE = 1 << 12,
 };
 
@@ -990,6 +1030,18 @@ enum ibv_qp_attr_mask {
 	IBV_QP_RATE_LIMIT = 1 << 25,
 };
 
+/* ibv_query_qp_data_in_order: flags, and the capability bits it returns
+ * with IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS. */
+enum ibv_query_qp_data_in_order_flags {
+	IBV_QUERY_QP_DATA_IN_ORDER_RETURN_CAPS = 1 << 0,
+	IBV_QUERY_QP_DATA_IN_ORDER_DEVICE_ONLY = 1 << 1,
+};
+
+enum ibv_query_qp_data_in_order_caps {
+	IBV_QUERY_QP_DATA_IN_ORDER_WHOLE_MSG = 1 << 0,
+	IBV_QUERY_QP_DATA_IN_ORDER_ALIGNED_128_BYTES = 1 << 1,
+};
+
 enum ibv_qp_state {
 	IBV_QPS_RESET,
 	IBV_QPS_INIT,
@@ -1060,6 +1112,7 @@ enum ibv_wr_opcode {
 	IBV_WR_SEND_WITH_INV,
 	IBV_WR_TSO,
 	IBV_WR_DRIVER1,
+	IBV_WR_FLUSH = 14,
 	IBV_WR_ATOMIC_WRITE = 15,
 };
 
@@ -1071,9 +1124,27 @@ enum ibv_send_flags {
 	IBV_SEND_IP_CSUM = 1 << 4
 };
 
+/* FLUSH work requests: where the data must be made durable ... */
+enum ibv_placement_type {
+	IBV_FLUSH_GLOBAL = 1U << 0,
+	IBV_FLUSH_PERSISTENT = 1U << 1,
+};
+
+/* ... and of which memory: a range, or the whole MR. */
+enum ibv_selectivity_level {
+	IBV_FLUSH_RANGE = 0,
+	IBV_FLUSH_MR,
+};
+
 struct ibv_data_buf {
 	void *addr;
 	size_t length;
+};
+
+/* An array of file descriptors. */
+struct ibv_fd_arr {
+	int *arr;
+	uint32_t count;
 };
 
 struct ibv_sge {
@@ -1277,6 +1348,9 @@ struct ibv_qp_ex {
 
 	void (*wr_atomic_write)(struct ibv_qp_ex *qp, uint32_t rkey,
 				uint64_t remote_addr, const void *atomic_wr);
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
+			 uint64_t remote_addr, size_t len, uint8_t type,
+			 uint8_t level);
 };
 
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp);
@@ -1319,6 +1393,14 @@ static inline void ibv_wr_rdma_write(struct ibv_qp_ex *qp, uint32_t rkey,
 				     uint64_t remote_addr)
 {
 	qp->wr_rdma_write(qp, rkey, remote_addr);
+}
+
+/* type: enum ibv_placement_type bits; level: enum ibv_selectivity_level. */
+static inline void ibv_wr_flush(struct ibv_qp_ex *qp, uint32_t rkey,
+				uint64_t remote_addr, size_t len, uint8_t type,
+				uint8_t level)
+{
+	qp->wr_flush(qp, rkey, remote_addr, len, type, level);
 }
 
 static inline void ibv_wr_rdma_write_imm(struct ibv_qp_ex *qp, uint32_t rkey,
@@ -1976,9 +2058,47 @@ struct ibv_cq_init_attr_ex {
 	struct ibv_pd *parent_domain;
 };
 
+/* Completion counters (IBVERBS_1.18): operations a QP counts into one. */
+enum ibv_qp_attach_comp_cntr_op {
+	IBV_QP_ATTACH_COMP_CNTR_OP_SEND = 1 << 0,
+	IBV_QP_ATTACH_COMP_CNTR_OP_RECV = 1 << 1,
+	IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_READ = 1 << 2,
+	IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_READ = 1 << 3,
+	IBV_QP_ATTACH_COMP_CNTR_OP_RDMA_WRITE = 1 << 4,
+	IBV_QP_ATTACH_COMP_CNTR_OP_REMOTE_RDMA_WRITE = 1 << 5,
+};
+
+struct ibv_comp_cntr_caps {
+	uint64_t max_value;
+	uint32_t max_counters;
+	uint32_t supported_qp_attach_ops; /* enum ibv_qp_attach_comp_cntr_op */
+};
+
+struct ibv_comp_cntr {
+	struct ibv_context *context;
+	uint32_t handle;
+};
+
+enum ibv_comp_cntr_type {
+	IBV_COMP_CNTR_TYPE_WRS,		/* counts work requests */
+	IBV_COMP_CNTR_TYPE_BYTES,	/* counts bytes */
+};
+
+struct ibv_comp_cntr_init_attr {
+	uint32_t comp_mask;
+	enum ibv_comp_cntr_type type;
+	uint32_t flags;			/* none defined: 0 */
+};
+
+struct ibv_qp_attach_comp_cntr_attr {
+	uint32_t comp_mask;
+	uint32_t op_mask;		/* enum ibv_qp_attach_comp_cntr_op */
+};
+
 enum ibv_parent_domain_init_attr_mask {
 	IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS = 1 << 0,
 	IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT = 1 << 1,
+	IBV_PARENT_DOMAIN_INIT_ATTR_ALLOW_CC_UNPROTECTED_ALLOC = 1 << 2,
 };
 
 /* A custom allocator may return this to fall back to the provider's own. */
@@ -1993,6 +2113,25 @@ struct ibv_parent_domain_init_attr {
 	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
 		     uint64_t resource_type);
 	void *pd_context;
+};
+
+/* TPH memory type of a DMA handle. */
+enum ibv_tph_mem_type {
+	IBV_TPH_MEM_TYPE_VM,	/* volatile memory */
+	IBV_TPH_MEM_TYPE_PM,	/* persistent memory */
+};
+
+enum ibv_dmah_init_attr_mask {
+	IBV_DMAH_INIT_ATTR_MASK_CPU_ID = 1 << 0,
+	IBV_DMAH_INIT_ATTR_MASK_PH = 1 << 1,
+	IBV_DMAH_INIT_ATTR_MASK_TPH_MEM_TYPE = 1 << 2,
+};
+
+struct ibv_dmah_init_attr {
+	uint32_t comp_mask;	/* enum ibv_dmah_init_attr_mask */
+	uint32_t cpu_id;
+	uint8_t ph;
+	uint8_t tph_mem_type;	/* enum ibv_tph_mem_type */
 };
 
 struct ibv_counters_init_attr {
@@ -2036,6 +2175,15 @@ struct ibv_values_ex {
  * many bytes of this struct the provider's library actually has.
  */
 struct verbs_context {
+	void (*free_buf)(struct ibv_buf *buf);
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size,
+			   struct ibv_buf **buf);
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr,
 			  size_t port_attr_len);
@@ -2260,6 +2408,10 @@ static inline int ___ibv_query_port(struct ibv_context *context,
 #define ibv_query_port(context, port_num, port_attr) \
 	___ibv_query_port(context, port_num, port_attr)
 
+/* The port's effective bandwidth in units of 100 Mb/s (0 or an errno). */
+int ibv_query_port_speed(struct ibv_context *context, uint32_t port_num,
+			 uint64_t *port_speed);
+
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 		  int index, union ibv_gid *gid);
 
@@ -2437,6 +2589,15 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 				 size_t length, uint64_t iova, int fd,
 				 int access);
 
+/* Registration by attributes (NULL + errno on failure). */
+struct ibv_mr *ibv_reg_mr_ex(struct ibv_pd *pd,
+			     struct ibv_mr_init_attr *mr_init_attr);
+
+/* DMA handles for ibv_reg_mr_ex (IBV_REG_MR_MASK_DMAH). */
+struct ibv_dmah *ibv_alloc_dmah(struct ibv_context *context,
+				struct ibv_dmah_init_attr *attr);
+int ibv_dealloc_dmah(struct ibv_dmah *dmah);
+
 /* Negative results of ibv_rereg_mr(). */
 enum ibv_rereg_mr_err_code {
 	IBV_REREG_MR_ERR_INPUT = -1,		/* bad input, old MR intact */
@@ -2532,6 +2693,9 @@ int ibv_free_dm(struct ibv_dm *dm)
 		return EOPNOTSUPP;
 	return vctx->free_dm(dm);
 }
+
+/* A dma-buf fd for the device memory, or -1 + errno. */
+int ibv_dm_export_dmabuf_fd(struct ibv_dm *dm);
 
 static inline
 int ibv_memcpy_to_dm(struct ibv_dm *dm, uint64_t dm_offset,
@@ -2633,6 +2797,28 @@ static inline int ibv_modify_cq(struct ibv_cq *cq,
 		return EOPNOTSUPP;
 	return vctx->modify_cq(cq, attr);
 }
+
+/* Completion counters; each returns 0 or an errno unless it says not. */
+int _ibv_query_comp_cntr_caps(struct ibv_context *context,
+			      struct ibv_comp_cntr_caps *caps,
+			      size_t caps_size);
+
+static inline int ibv_query_comp_cntr_caps(struct ibv_context *context,
+					   struct ibv_comp_cntr_caps *caps)
+{
+	return _ibv_query_comp_cntr_caps(context, caps, sizeof(*caps));
+}
+
+/* NULL + errno on failure. */
+struct ibv_comp_cntr *ibv_create_comp_cntr(struct ibv_context *context,
+					   struct ibv_comp_cntr_init_attr *cc_attr);
+int ibv_destroy_comp_cntr(struct ibv_comp_cntr *comp_cntr);
+int ibv_set_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_set_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+int ibv_inc_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_inc_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+int ibv_read_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+int ibv_read_err_comp_cntr(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
 
 /* ---------------------------------------------------------------------
  * Shared receive queues
@@ -2769,6 +2955,15 @@ ibv_alloc_parent_domain(struct ibv_context *context,
 	return vctx->alloc_parent_domain(context, attr);
 }
 
+/* Provider-allocated buffers: the mapping's address, or NULL + errno. */
+void *ibv_alloc_buf(struct ibv_pd *pd, size_t size, struct ibv_buf **buf);
+/* A new dma-buf fd of a dma-buf backed buffer, or -1 + errno. */
+int ibv_export_buf_dmabuf_fd(struct ibv_buf *buf);
+void ibv_free_buf(struct ibv_buf *buf);
+/* An MR over [addr, addr + length) inside the buffer; NULL + errno. */
+struct ibv_mr *ibv_reg_buf_mr(struct ibv_pd *pd, struct ibv_buf *buf,
+			      void *addr, size_t length, int access);
+
 /* values->comp_mask (enum ibv_values_mask) selects what to read. */
 static inline int
 ibv_query_rt_values_ex(struct ibv_context *context,
@@ -2837,6 +3032,10 @@ ibv_modify_qp_rate_limit(struct ibv_qp *qp,
 		return EOPNOTSUPP;
 	return vctx->modify_qp_rate_limit(qp, attr);
 }
+
+/* Counts the QP's operations of attr->op_mask into the counter. */
+int ibv_qp_attach_comp_cntr(struct ibv_qp *qp, struct ibv_comp_cntr *comp_cntr,
+			    struct ibv_qp_attach_comp_cntr_attr *attr);
 
 /* 1 when data of operation @op lands in memory in order, else 0;
  * @flags must be 0. */

@@ -25,11 +25,11 @@ struct ibv_comp_cntr* efadv_create_comp_cntr(struct ibv_context*, void*, void*, 
 
 namespace {
 
-#define EXPECT_NULL_EOPNOTSUPP(call)                     \
-    do {                                                 \
-        errno = 0;                                       \
+#define EXPECT_NULL_EOPNOTSUPP(call)                      \
+    do {                                                  \
+        errno = 0;                                        \
         EXPECT_EQ(nullptr, (const void*)(call)) << #call; \
-        EXPECT_EQ(EOPNOTSUPP, errno) << #call;           \
+        EXPECT_EQ(EOPNOTSUPP, errno) << #call;            \
     } while (0)
 #define EXPECT_RET(value, call)            \
     do {                                   \

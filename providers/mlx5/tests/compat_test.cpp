@@ -46,33 +46,35 @@ struct Foreign {
 struct Handles {
     alignas(16) unsigned char storage[256] = {};
     template <typename T>
-    T* as() { return reinterpret_cast<T*>(storage); }
+    T* as() {
+        return reinterpret_cast<T*>(storage);
+    }
 };
 
-#define EXPECT_NULL_ERRNO(err, call)                     \
-    do {                                                 \
-        errno = 0;                                       \
+#define EXPECT_NULL_ERRNO(err, call)                      \
+    do {                                                  \
+        errno = 0;                                        \
         EXPECT_EQ(nullptr, (const void*)(call)) << #call; \
-        EXPECT_EQ(err, errno) << #call;                  \
+        EXPECT_EQ(err, errno) << #call;                   \
     } while (0)
 #define EXPECT_NULL_EOPNOTSUPP(call) EXPECT_NULL_ERRNO(EOPNOTSUPP, call)
-#define EXPECT_RET(value, call)              \
-    do {                                     \
-        errno = 0;                           \
-        EXPECT_EQ(value, (call)) << #call;   \
+#define EXPECT_RET(value, call)            \
+    do {                                   \
+        errno = 0;                         \
+        EXPECT_EQ(value, (call)) << #call; \
     } while (0)
-#define EXPECT_RET_ERRNO(value, err, call)   \
-    do {                                     \
-        errno = 0;                           \
-        EXPECT_EQ(value, (call)) << #call;   \
-        EXPECT_EQ(err, errno) << #call;      \
+#define EXPECT_RET_ERRNO(value, err, call) \
+    do {                                   \
+        errno = 0;                         \
+        EXPECT_EQ(value, (call)) << #call; \
+        EXPECT_EQ(err, errno) << #call;    \
     } while (0)
 // Void entry points: nothing to free or change; errno is left alone.
-#define EXPECT_VOID_NOOP(call)               \
-    do {                                     \
-        errno = 0;                           \
-        call;                                \
-        EXPECT_EQ(0, errno) << #call;        \
+#define EXPECT_VOID_NOOP(call)        \
+    do {                              \
+        errno = 0;                    \
+        call;                         \
+        EXPECT_EQ(0, errno) << #call; \
     } while (0)
 
 class Mlx5Compat : public ::testing::Test {
@@ -219,8 +221,7 @@ TEST_F(Mlx5Compat, PacingAndScheduling) {
     EXPECT_RET(EOPNOTSUPP, mlx5dv_sched_leaf_modify(h.as<mlx5dv_sched_leaf>(), &sa));
     EXPECT_RET(EOPNOTSUPP, mlx5dv_sched_node_destroy(h.as<mlx5dv_sched_node>()));
     EXPECT_RET(EOPNOTSUPP, mlx5dv_sched_leaf_destroy(h.as<mlx5dv_sched_leaf>()));
-    EXPECT_RET(EOPNOTSUPP,
-               mlx5dv_modify_qp_sched_elem(&f.qp, h.as<mlx5dv_sched_leaf>(), h.as<mlx5dv_sched_leaf>()));
+    EXPECT_RET(EOPNOTSUPP, mlx5dv_modify_qp_sched_elem(&f.qp, h.as<mlx5dv_sched_leaf>(), h.as<mlx5dv_sched_leaf>()));
 }
 
 TEST_F(Mlx5Compat, Devx) {
@@ -259,11 +260,12 @@ TEST_F(Mlx5Compat, Devx) {
 
     EXPECT_NULL_EOPNOTSUPP(mlx5dv_devx_create_cmd_comp(&f.ctx));
     EXPECT_VOID_NOOP(mlx5dv_devx_destroy_cmd_comp(h.as<mlx5dv_devx_cmd_comp>()));
-    EXPECT_RET(EOPNOTSUPP, mlx5dv_devx_get_async_cmd_comp(h.as<mlx5dv_devx_cmd_comp>(),
-                                                          reinterpret_cast<mlx5dv_devx_async_cmd_hdr*>(buf),
-                                                          sizeof(buf)));
+    EXPECT_RET(EOPNOTSUPP,
+               mlx5dv_devx_get_async_cmd_comp(h.as<mlx5dv_devx_cmd_comp>(),
+                                              reinterpret_cast<mlx5dv_devx_async_cmd_hdr*>(buf), sizeof(buf)));
 
-    EXPECT_NULL_EOPNOTSUPP(mlx5dv_devx_create_event_channel(&f.ctx, MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA));
+    EXPECT_NULL_EOPNOTSUPP(
+        mlx5dv_devx_create_event_channel(&f.ctx, MLX5DV_DEVX_CREATE_EVENT_CHANNEL_FLAGS_OMIT_EV_DATA));
     auto* ch = h.as<mlx5dv_devx_event_channel>();
     EXPECT_VOID_NOOP(mlx5dv_devx_destroy_event_channel(ch));
     uint16_t events[1] = {0};

@@ -6,16 +6,16 @@
 #include <random>
 
 extern "C" {
-#define DECLARE_SIDE(side)                                                                                       \
-    void side##set_ctrl_seg(void*, uint16_t, uint8_t, uint8_t, uint32_t, uint8_t, uint8_t, uint8_t, uint32_t);   \
+#define DECLARE_SIDE(side)                                                                                        \
+    void side##set_ctrl_seg(void*, uint16_t, uint8_t, uint8_t, uint32_t, uint8_t, uint8_t, uint8_t, uint32_t);    \
     int side##x86_set_ctrl_seg(void*, uint16_t, uint8_t, uint8_t, uint32_t, uint8_t, uint8_t, uint8_t, uint32_t); \
-    void side##set_data_seg(void*, uint32_t, uint32_t, uintptr_t);                                               \
-    int side##x86_set_data_seg(void*, uint32_t, uint32_t, uintptr_t);                                            \
-    void side##set_dgram_seg(void*, uint64_t, uint32_t, uint8_t, uint8_t, uint8_t, uint16_t, uint8_t*, uint8_t,  \
-                             uint8_t, uint32_t, uint8_t*);                                                       \
-    void side##set_eth_seg(void*, uint8_t, uint16_t, uint16_t, uint8_t*);                                        \
-    uint32_t side##cqe_fields(void*, uint8_t);                                                                   \
-    uint64_t side##ts_to_ns(const void*, uint64_t);                                                              \
+    void side##set_data_seg(void*, uint32_t, uint32_t, uintptr_t);                                                \
+    int side##x86_set_data_seg(void*, uint32_t, uint32_t, uintptr_t);                                             \
+    void side##set_dgram_seg(void*, uint64_t, uint32_t, uint8_t, uint8_t, uint8_t, uint16_t, uint8_t*, uint8_t,   \
+                             uint8_t, uint32_t, uint8_t*);                                                        \
+    void side##set_eth_seg(void*, uint8_t, uint16_t, uint16_t, uint8_t*);                                         \
+    uint32_t side##cqe_fields(void*, uint8_t);                                                                    \
+    uint64_t side##ts_to_ns(const void*, uint64_t);                                                               \
     void side##devx_fields(void*, const uint32_t*, uint64_t, uint64_t*);
 DECLARE_SIDE(ref_)
 DECLARE_SIDE(ours_)
@@ -72,9 +72,12 @@ TEST_F(Inline, DataSeg) {
 TEST_F(Inline, DgramAndEthSeg) {
     for (int i = 0; i < 200; i++) {
         uint8_t a[64], b[64], rmac[6], rgid[16], hdr[18];
-        for (auto& c : rmac) c = r();
-        for (auto& c : rgid) c = r();
-        for (auto& c : hdr) c = r();
+        for (auto& c : rmac)
+            c = r();
+        for (auto& c : rgid)
+            c = r();
+        for (auto& c : hdr)
+            c = r();
         uint64_t key = r(), x = r(), y = r();
         garbage(a, b, sizeof(a));
         ref_set_dgram_seg(a, key, x & 0xffffff, x >> 63, x >> 24, x >> 32, y, rmac, y >> 16, y >> 24, y >> 32, rgid);

@@ -43,7 +43,7 @@ int count_maps() {
 constexpr int kPort = 1;
 constexpr uint32_t kQkey = 0x11111111;
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                           IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
+    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND;
 
 // A registered buffer.
 struct Buffer {
@@ -173,7 +173,7 @@ protected:
             mask |= IBV_QP_QKEY;
         } else {
             a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+                (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_ATOMIC : 0);
             mask |= IBV_QP_ACCESS_FLAGS;
         }
         ASSERT_EQ(ibv_modify_qp(qp, &a, mask), 0);
@@ -1070,7 +1070,7 @@ TEST_F(RxeVerbs, ExtendedQpSendOps) {
     xa.cap.max_recv_sge = 2;
     xa.cap.max_inline_data = 32;
     xa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-                        IBV_QP_EX_WITH_SEND_WITH_IMM;
+        IBV_QP_EX_WITH_SEND_WITH_IMM;
     ibv_qp* a = ibv_create_qp_ex(ctx_, &xa);
     ASSERT_NE(a, nullptr) << strerror(errno);
     qps_.push_back(a);

@@ -44,7 +44,7 @@ namespace uvsim {
 
 namespace {
 
-constexpr size_t kMaxHdrLen = 4096;   // the kernel refuses more than a page
+constexpr size_t kMaxHdrLen = 4096;  // the kernel refuses more than a page
 
 // ------------------------------------------------------------ attribute specs
 
@@ -55,12 +55,12 @@ struct Spec {
     uint16_t id;
     Kind kind;
     bool mandatory;
-    uint16_t min_len = 0;      // pointer attributes: accepted lengths
+    uint16_t min_len = 0;  // pointer attributes: accepted lengths
     uint16_t max_len = 0;
     bool zero_trailing = false;  // a struct: longer is fine if the tail is zero
-    uint16_t obj = 0;          // IDR/FD: the object type it names
+    uint16_t obj = 0;  // IDR/FD: the object type it names
     Access access = Access::Read;
-    uint8_t enum_elems = 0;    // EnumIn: number of valid elem_id values
+    uint8_t enum_elems = 0;  // EnumIn: number of valid elem_id values
 };
 
 constexpr Spec in_sized(uint16_t id, uint16_t len, bool mand) { return {id, Kind::PtrIn, mand, len, len}; }
@@ -88,16 +88,16 @@ constexpr Spec fd_attr(uint16_t id, uint16_t obj, Access acc, bool mand) {
 
 struct Attr {
     const Spec* spec = nullptr;
-    size_t idx = 0;              // position in the caller's array
+    size_t idx = 0;  // position in the caller's array
     ib_uverbs_attr u{};
-    std::vector<uint8_t> in;     // input bytes (inline or copied in)
+    std::vector<uint8_t> in;  // input bytes (inline or copied in)
 };
 
 struct Method;
 
 struct Bundle {
     Context& c;
-    uint64_t uattrs;             // address of the caller's attribute array
+    uint64_t uattrs;  // address of the caller's attribute array
     const Method& m;
     std::map<uint16_t, Attr> attrs;
 
@@ -225,7 +225,7 @@ struct Method {
     uint16_t obj;
     uint16_t id;
     std::vector<Spec> specs;
-    bool udata;        // UVERBS_ATTR_UHW_IN/OUT are accepted
+    bool udata;  // UVERBS_ATTR_UHW_IN/OUT are accepted
     Handler fn;
 
     const Spec* spec(uint16_t attr) const {
@@ -271,10 +271,8 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_SRQ:
     case UVERBS_OBJECT_AH:
     case UVERBS_OBJECT_MR:
-    case UVERBS_OBJECT_ASYNC_EVENT:
-        return true;
-    default:
-        return false;
+    case UVERBS_OBJECT_ASYNC_EVENT: return true;
+    default: return false;
     }
 }
 
@@ -301,7 +299,7 @@ bool tail_is_zero(const ib_uverbs_attr& u, size_t from) {
 int lookup_object(const Bundle& b, const Spec& s, const ib_uverbs_attr& u) {
     Context& c = b.c;
     if (s.access == Access::New)
-        return c.have_ucontext ? 0 : -EINVAL;   // a new object needs a ucontext
+        return c.have_ucontext ? 0 : -EINVAL;  // a new object needs a ucontext
     if (s.kind == Kind::Idr) {
         if (u.data_s64 < 0)
             return -EINVAL;
@@ -330,7 +328,7 @@ int lookup_object(const Bundle& b, const Spec& s, const ib_uverbs_attr& u) {
 
 int decode_attr(Bundle& b, const ib_uverbs_attr& u, size_t idx) {
     const Spec* s = b.m.spec(u.attr_id);
-    if (!s)   // unknown here: fatal only when the caller insists
+    if (!s)  // unknown here: fatal only when the caller insists
         return (u.flags & UVERBS_ATTR_F_MANDATORY) ? -EPROTONOSUPPORT : 0;
     if (b.attrs.count(u.attr_id))
         return -EINVAL;
@@ -358,7 +356,7 @@ int decode_attr(Bundle& b, const ib_uverbs_attr& u, size_t idx) {
             // up to 8 bytes travel inline in data, more by pointer
             a.in.resize(u.len);
             if (u.len == 0)
-                ;   // nothing to copy (and no buffer to copy into)
+                ;  // nothing to copy (and no buffer to copy into)
             else if (u.len <= sizeof(u.data))
                 memcpy(a.in.data(), &u.data, u.len);
             else if (!app_read(a.in.data(), u.data, u.len))
@@ -473,8 +471,8 @@ void gid_entries(const Device& d, uint32_t port, std::vector<ib_uverbs_gid_entry
         e.gid_index = static_cast<uint32_t>(i);
         e.port_num = port;
         e.gid_type = !p.ethernet ? IB_UVERBS_GID_TYPE_IB
-                     : gids[i].type == 1 ? IB_UVERBS_GID_TYPE_ROCE_V2
-                                         : IB_UVERBS_GID_TYPE_ROCE_V1;
+            : gids[i].type == 1  ? IB_UVERBS_GID_TYPE_ROCE_V2
+                                 : IB_UVERBS_GID_TYPE_ROCE_V1;
         e.netdev_ifindex = ifindex;
         out.push_back(e);
     }
@@ -496,7 +494,7 @@ int m_query_gid_table(Bundle& b) {
     for (uint32_t port = 1; port <= b.c.dev->cfg->ports.size(); ++port)
         gid_entries(*b.c.dev, port, es);
     if (es.size() > max)
-        return -EINVAL;   // the kernel refuses a buffer that cannot hold them all
+        return -EINVAL;  // the kernel refuses a buffer that cannot hold them all
     if (esize == sizeof(ib_uverbs_gid_entry)) {
         if (int e = b.copy_to(UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, es.data(), es.size() * esize))
             return e;
@@ -532,7 +530,7 @@ int m_query_gid_entry(Bundle& b) {
     std::vector<ib_uverbs_gid_entry> es;
     gid_entries(d, static_cast<uint32_t>(port), es);
     if (index >= es.size())
-        return -ENODATA;   // an empty slot of the table
+        return -ENODATA;  // an empty slot of the table
     return b.copy_to_struct_or_zero(UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, &es[index], sizeof es[index]);
 }
 
@@ -542,7 +540,7 @@ int m_query_gid_entry(Bundle& b) {
 // would carry it.
 struct WriteCmd {
     uint32_t cmd;
-    uint16_t req, resp;   // core request / response sizes
+    uint16_t req, resp;  // core request / response sizes
 };
 constexpr WriteCmd kWriteCmds[] = {
     {IB_USER_VERBS_CMD_GET_CONTEXT, sizeof(ib_uverbs_get_context), sizeof(ib_uverbs_get_context_resp)},
@@ -603,7 +601,7 @@ int m_invoke_write(Bundle& b) {
     const uint32_t op = static_cast<uint32_t>(cmd & IB_USER_VERBS_CMD_COMMAND_MASK);
     const WriteCmd* w = ex ? find_cmd(kWriteExCmds, op) : find_cmd(kWriteCmds, op);
     if (!w)
-        return -EOPNOTSUPP;   // not a write command this device implements
+        return -EOPNOTSUPP;  // not a write command this device implements
     const Attr* core_in = b.get(UVERBS_ATTR_CORE_IN);
     const Attr* core_out = b.get(UVERBS_ATTR_CORE_OUT);
     const size_t in_len = core_in ? core_in->in.size() : 0;
@@ -615,7 +613,7 @@ int m_invoke_write(Bundle& b) {
     ib_uverbs_cmd_hdr h{};
     h.command = static_cast<uint32_t>(cmd);
     std::vector<uint8_t> req, resp;
-    size_t core_resp;   // where the driver's response starts in resp
+    size_t core_resp;  // where the driver's response starts in resp
     if (!ex) {
         // legacy framing: header, core request, driver request, in 4-byte
         // words; the response address first in the core request; the
@@ -754,10 +752,8 @@ int m_qp_create(Bundle& b) {
     case IB_UVERBS_QPT_RAW_PACKET:
     case IB_UVERBS_QPT_XRC_INI:
     case IB_UVERBS_QPT_XRC_TGT:
-    case IB_UVERBS_QPT_DRIVER:
-        break;
-    default:
-        return -EINVAL;
+    case IB_UVERBS_QPT_DRIVER: break;
+    default: return -EINVAL;
     }
     if (type == IB_UVERBS_QPT_XRC_TGT) {
         if (!b.has(UVERBS_ATTR_CREATE_QP_XRCD_HANDLE))
@@ -774,16 +770,16 @@ int m_qp_create(Bundle& b) {
     }
     uint64_t flags;
     const uint64_t known = IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK | IB_UVERBS_QP_CREATE_SCATTER_FCS |
-                           IB_UVERBS_QP_CREATE_CVLAN_STRIPPING | IB_UVERBS_QP_CREATE_PCI_WRITE_END_PADDING |
-                           IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
+        IB_UVERBS_QP_CREATE_CVLAN_STRIPPING | IB_UVERBS_QP_CREATE_PCI_WRITE_END_PADDING |
+        IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
     if (int err = b.get_flags(UVERBS_ATTR_CREATE_QP_FLAGS, flags, known))
         return err;
     if (b.has(UVERBS_ATTR_CREATE_QP_SOURCE_QPN))
-        return -EINVAL;   // only with IB_UVERBS_QP_CREATE_SOURCE_QPN, which is not offered
+        return -EINVAL;  // only with IB_UVERBS_QP_CREATE_SOURCE_QPN, which is not offered
     a.pd = b.handle(UVERBS_ATTR_CREATE_QP_PD_HANDLE);
     a.send_cq = b.handle(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE);
-    a.recv_cq = b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) ? b.handle(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE)
-                                                            : a.send_cq;
+    a.recv_cq =
+        b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) ? b.handle(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) : a.send_cq;
     if (b.has(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE)) {
         a.has_srq = true;
         a.srq = b.handle(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE);
@@ -848,8 +844,8 @@ int m_srq_create(Bundle& b) {
         e = b.copy_from(UVERBS_ATTR_CREATE_SRQ_LIMIT, &a.limit, sizeof a.limit);
     if (e)
         return e;
-    if (type == IB_UVERBS_SRQT_XRC && (!b.has(UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE) ||
-                                       !b.has(UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE)))
+    if (type == IB_UVERBS_SRQT_XRC &&
+        (!b.has(UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE) || !b.has(UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE)))
         return -ENOENT;
     if (type == IB_UVERBS_SRQT_TM && !b.has(UVERBS_ATTR_CREATE_SRQ_MAX_NUM_TAGS))
         return -ENOENT;
@@ -1055,7 +1051,7 @@ int run(Context& c, uint64_t arg) {
     if (!ua.empty() && !app_read(ua.data(), uattrs, ua.size() * sizeof ua[0]))
         return -EFAULT;
     if (c.dev->fatal && !m->destroys())
-        return -EIO;   // as on the write path: after a fatal error only clean-up works
+        return -EIO;  // as on the write path: after a fatal error only clean-up works
     Bundle b{c, uattrs, *m, {}};
     for (size_t i = 0; i < ua.size(); ++i)
         if (int e = decode_attr(b, ua[i], i))
@@ -1064,9 +1060,10 @@ int run(Context& c, uint64_t arg) {
         if (s.mandatory && !b.has(s.id))
             return -EINVAL;
     // everything but context creation and the write wrapper needs a ucontext
-    if (!c.have_ucontext && !(m->obj == UVERBS_OBJECT_DEVICE &&
-                              (m->id == UVERBS_METHOD_GET_CONTEXT || m->id == UVERBS_METHOD_INVOKE_WRITE ||
-                               m->id == UVERBS_METHOD_INFO_HANDLES)))
+    if (!c.have_ucontext &&
+        !(m->obj == UVERBS_OBJECT_DEVICE &&
+          (m->id == UVERBS_METHOD_GET_CONTEXT || m->id == UVERBS_METHOD_INVOKE_WRITE ||
+           m->id == UVERBS_METHOD_INFO_HANDLES)))
         return -EINVAL;
     int r = m->fn(b);
     if (!r && m->udata)
@@ -1088,10 +1085,8 @@ int uverbs_ioctl(Context& c, unsigned long request, void* arg) {
     case FIOASYNC:
         // handled by the VFS for every file, before any driver sees them
         return libc().ioctl(c.fd, request, arg) < 0 ? -errno : 0;
-    case RDMA_VERBS_IOCTL:
-        break;
-    default:
-        return -ENOTTY;
+    case RDMA_VERBS_IOCTL: break;
+    default: return -ENOTTY;
     }
     const int r = run(c, reinterpret_cast<uint64_t>(arg));
     if (g_trace_on) {

@@ -14,10 +14,10 @@ namespace {
 
 struct Cmd {
     Context& c;
-    const uint8_t* in;       // core command (after the headers)
-    size_t in_len;           // core (+ driver, legacy) bytes
-    uint64_t resp = 0;       // response address
-    size_t out_len = 0;      // core response bytes available
+    const uint8_t* in;  // core command (after the headers)
+    size_t in_len;  // core (+ driver, legacy) bytes
+    uint64_t resp = 0;  // response address
+    size_t out_len = 0;  // core response bytes available
     const uint8_t* drv_in = nullptr;
     size_t drv_in_len = 0;
     uint64_t drv_out = 0;
@@ -101,7 +101,7 @@ int cmd_ex_query_device(Cmd& m) {
         return -EINVAL;
     ib_uverbs_ex_query_device_resp r;
     fill_query_device_ex(*m.c.dev, r);
-    if (m.out_len < sizeof r.base + 8)   // base, comp_mask, response_length
+    if (m.out_len < sizeof r.base + 8)  // base, comp_mask, response_length
         return -ENOSPC;
     r.response_length = static_cast<uint32_t>(std::min(m.out_len, sizeof r));
     mlx5_ib_query_device_resp d;
@@ -154,7 +154,7 @@ int cmd_reg_mr(Cmd& m) {
     ib_uverbs_reg_mr q;
     memcpy(&q, m.in, sizeof q);
     if ((q.start & 0xfff) != (q.hca_va & 0xfff))
-        return -EINVAL;   // the core requires the same offset in the page
+        return -EINVAL;  // the core requires the same offset in the page
     uint32_t h, lkey, rkey;
     if (int e = reg_mr(m.c, q.pd_handle, q.start, q.length, q.hca_va, q.access_flags, h, lkey, rkey))
         return e;
@@ -178,15 +178,15 @@ int cmd_dereg_mr(Cmd& m) {
 }
 
 int cmd_create_comp_channel(Cmd& m) {
-    if (int e = legacy_split(m, sizeof(ib_uverbs_create_comp_channel), sizeof(ib_uverbs_create_comp_channel_resp),
-                             true))
+    if (int e =
+            legacy_split(m, sizeof(ib_uverbs_create_comp_channel), sizeof(ib_uverbs_create_comp_channel_resp), true))
         return e;
     int fd = create_comp_channel(m.c);
     if (fd < 0)
         return fd;
     ib_uverbs_create_comp_channel_resp r{static_cast<uint32_t>(fd)};
     if (put_out(m.resp, sizeof r, &r, sizeof r)) {
-        uverbs_close(fd);   // the application never learnt the fd
+        uverbs_close(fd);  // the application never learnt the fd
         libc().close(fd);
         return -EFAULT;
     }
@@ -495,9 +495,9 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
     if (fd_kind(c.fd) != FdKind::Uverbs)
         return -EBADF;
     if (c.dev->fatal && op != IB_USER_VERBS_CMD_DESTROY_QP && op != IB_USER_VERBS_CMD_DESTROY_CQ &&
-        op != IB_USER_VERBS_CMD_DESTROY_SRQ && op != IB_USER_VERBS_CMD_DEALLOC_PD &&
-        op != IB_USER_VERBS_CMD_DEREG_MR && op != IB_USER_VERBS_CMD_DESTROY_AH)
-        return -EIO;   // the device is gone: only clean-up works
+        op != IB_USER_VERBS_CMD_DESTROY_SRQ && op != IB_USER_VERBS_CMD_DEALLOC_PD && op != IB_USER_VERBS_CMD_DEREG_MR &&
+        op != IB_USER_VERBS_CMD_DESTROY_AH)
+        return -EIO;  // the device is gone: only clean-up works
     if (!c.have_ucontext && op != IB_USER_VERBS_CMD_GET_CONTEXT)
         return -EINVAL;
     Cmd m{c, nullptr, 0};

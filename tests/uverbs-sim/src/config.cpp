@@ -63,8 +63,7 @@ bool parse_mac(const std::string& s, uint8_t mac[6]) {
 bool parse_ipv4(const std::string& s, uint32_t& ip) {
     unsigned a, b, c, d;
     char tail;
-    if (sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 ||
-        d > 255)
+    if (sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255)
         return false;
     ip = a << 24 | b << 16 | c << 8 | d;
     return true;
@@ -94,11 +93,16 @@ std::string set_port_key(PortCfg& p, const std::string& k, const std::string& v)
             return "bad sm_lid";
         p.sm_lid = static_cast<uint16_t>(n);
     } else if (k == "state") {
-        if (v == "down") p.state = 1;
-        else if (v == "init") p.state = 2;
-        else if (v == "armed") p.state = 3;
-        else if (v == "active") p.state = 4;
-        else return "state must be down, init, armed or active";
+        if (v == "down")
+            p.state = 1;
+        else if (v == "init")
+            p.state = 2;
+        else if (v == "armed")
+            p.state = 3;
+        else if (v == "active")
+            p.state = 4;
+        else
+            return "state must be down, init, armed or active";
     } else if (k == "mtu") {
         static const int sizes[] = {256, 512, 1024, 2048, 4096};
         int found = 0;
@@ -148,14 +152,22 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         uint32_t DevCfg::*field;
     };
     static const Cap caps[] = {
-        {"max_qp", &DevCfg::max_qp},       {"max_qp_wr", &DevCfg::max_qp_wr},
-        {"max_sge", &DevCfg::max_sge},     {"max_cq", &DevCfg::max_cq},
-        {"max_cqe", &DevCfg::max_cqe},     {"max_mr", &DevCfg::max_mr},
-        {"max_pd", &DevCfg::max_pd},       {"max_srq", &DevCfg::max_srq},
-        {"max_srq_wr", &DevCfg::max_srq_wr}, {"max_srq_sge", &DevCfg::max_srq_sge},
-        {"max_qp_rd_atom", &DevCfg::max_qp_rd_atom}, {"max_ah", &DevCfg::max_ah},
-        {"max_inline", &DevCfg::max_inline}, {"vendor_id", &DevCfg::vendor_id},
-        {"part_id", &DevCfg::part_id},     {"hw_ver", &DevCfg::hw_ver},
+        {"max_qp", &DevCfg::max_qp},
+        {"max_qp_wr", &DevCfg::max_qp_wr},
+        {"max_sge", &DevCfg::max_sge},
+        {"max_cq", &DevCfg::max_cq},
+        {"max_cqe", &DevCfg::max_cqe},
+        {"max_mr", &DevCfg::max_mr},
+        {"max_pd", &DevCfg::max_pd},
+        {"max_srq", &DevCfg::max_srq},
+        {"max_srq_wr", &DevCfg::max_srq_wr},
+        {"max_srq_sge", &DevCfg::max_srq_sge},
+        {"max_qp_rd_atom", &DevCfg::max_qp_rd_atom},
+        {"max_ah", &DevCfg::max_ah},
+        {"max_inline", &DevCfg::max_inline},
+        {"vendor_id", &DevCfg::vendor_id},
+        {"part_id", &DevCfg::part_id},
+        {"hw_ver", &DevCfg::hw_ver},
     };
     for (const Cap& c : caps)
         if (k == c.name) {
@@ -360,7 +372,7 @@ void finish_config(Config& c) {
         c.devices.back().ports.resize(1);
     }
     // LIDs the file gives are taken: automatic ones go around them
-    std::vector<std::pair<unsigned, unsigned>> taken;   // first, last
+    std::vector<std::pair<unsigned, unsigned>> taken;  // first, last
     for (const DevCfg& d : c.devices)
         for (const PortCfg& p : d.ports)
             if (!p.ethernet && p.lid)
@@ -404,8 +416,7 @@ void finish_config(Config& c) {
                 pc.lmc = 0;
                 static const uint8_t zero[6] = {};
                 if (!memcmp(pc.mac, zero, 6)) {
-                    const uint8_t mac[6] = {0xb8, 0xce, 0xf6, 0x00, static_cast<uint8_t>(i),
-                                            static_cast<uint8_t>(p)};
+                    const uint8_t mac[6] = {0xb8, 0xce, 0xf6, 0x00, static_cast<uint8_t>(i), static_cast<uint8_t>(p)};
                     memcpy(pc.mac, mac, 6);
                 }
                 if (!pc.ipv4)

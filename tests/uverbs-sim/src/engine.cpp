@@ -33,7 +33,6 @@
 
 namespace uvsim {
 
-
 namespace {
 
 uint64_t now_ns() {
@@ -46,7 +45,7 @@ constexpr uint32_t kArmSentinel = 0xffffffffu;
 
 // 24-bit PSN arithmetic
 uint32_t psn_add(uint32_t a, uint32_t b) { return (a + b) & 0xffffff; }
-int32_t psn_diff(uint32_t a, uint32_t b) {   // a - b in [-2^23, 2^23)
+int32_t psn_diff(uint32_t a, uint32_t b) {  // a - b in [-2^23, 2^23)
     int32_t d = static_cast<int32_t>((a - b) & 0xffffff);
     return d >= 0x800000 ? d - 0x1000000 : d;
 }
@@ -60,10 +59,10 @@ struct PendingWire {
     size_t total = 0;
 };
 PendingWire& g_pend = *new PendingWire;
-constexpr size_t kPendingHardMax = 32768;   // beyond this the link drops (RC retransmits)
-uint64_t g_completions = 0;     // for the cqe_error_at fault
+constexpr size_t kPendingHardMax = 32768;  // beyond this the link drops (RC retransmits)
+uint64_t g_completions = 0;  // for the cqe_error_at fault
 uint64_t g_first_ctx_ns = 0;
-bool g_overrun = false;         // a CQ overran: its QPs go to error at the next step
+bool g_overrun = false;  // a CQ overran: its QPs go to error at the next step
 bool g_started = false;
 
 size_t pending_count() { return g_pend.total; }
@@ -140,16 +139,16 @@ bool flush_pending() {
 // ------------------------------------------------------------------ CQEs
 
 struct CqeInfo {
-    uint8_t opcode;          // MLX5_CQE_*
+    uint8_t opcode;  // MLX5_CQE_*
     uint8_t wqe_opcode = 0;  // requester: MLX5_OPCODE_*
     uint16_t wqe_counter = 0;
     uint32_t byte_cnt = 0;
-    uint32_t imm = 0;        // network order as received
+    uint32_t imm = 0;  // network order as received
     uint32_t src_qpn = 0;
     bool grh = false;
     uint16_t slid = 0;
     uint8_t sl = 0;
-    uint8_t syndrome = 0;    // error CQEs
+    uint8_t syndrome = 0;  // error CQEs
     bool solicited = false;
     Srq* srq = nullptr;
 };
@@ -216,7 +215,7 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     __atomic_store_n(&c->op_own, static_cast<uint8_t>((ci.opcode << 4) | owner), __ATOMIC_RELEASE);
     cq.pi = (cq.pi + 1) & 0xffffff;
     if (cq.armed && (!cq.armed_solicited || ci.solicited || err))
-        cq.arm_ci = (cq.pi - 1) & 0xffffff, cq.armed_solicited = false;   // fires on the next check
+        cq.arm_ci = (cq.pi - 1) & 0xffffff, cq.armed_solicited = false;  // fires on the next check
     UVSIM_TRACE("CQE cq 0x%x idx %u op %u qpn 0x%x wqe_counter %u byte_cnt %u%s syndrome 0x%x: %s", cq.cqn, idx,
                 ci.opcode, qp.qpn, ci.wqe_counter, ci.byte_cnt, err ? " ERR" : "", ci.syndrome,
                 g_trace_on ? hex(slot, 64).c_str() : "");
@@ -236,8 +235,7 @@ bool fire_events() {
                 cq->armed = true;
                 cq->armed_solicited = (h & MLX5_CQ_DB_REQ_NOT_SOL) != 0;
                 cq->arm_ci = h & 0xffffff;
-                UVSIM_TRACE("cq 0x%x armed%s at ci %u", cq->cqn, cq->armed_solicited ? " (solicited)" : "",
-                            cq->arm_ci);
+                UVSIM_TRACE("cq 0x%x armed%s at ci %u", cq->cqn, cq->armed_solicited ? " (solicited)" : "", cq->arm_ci);
                 break;
             }
         }
@@ -339,12 +337,12 @@ uint64_t sge_total(const std::vector<Sge>& v) {
 // --------------------------------------------------------------- QP state
 
 struct SendOp {
-    uint16_t wqe_idx = 0;     // WQE counter (first basic block)
-    uint8_t opcode = 0;       // MLX5_OPCODE_*
+    uint16_t wqe_idx = 0;  // WQE counter (first basic block)
+    uint8_t opcode = 0;  // MLX5_OPCODE_*
     bool signaled = false, solicited = false;
-    uint32_t imm = 0;         // network order
+    uint32_t imm = 0;  // network order
     std::vector<Sge> sges;
-    std::vector<uint8_t> data;   // gathered payload (send/write), or inline
+    std::vector<uint8_t> data;  // gathered payload (send/write), or inline
     uint32_t len = 0;
     uint64_t raddr = 0;
     uint32_t rkey = 0;
@@ -354,18 +352,18 @@ struct SendOp {
     uint32_t rqpn = 0, rqkey = 0;
     // RC progress
     uint32_t first_psn = 0, npkts = 1;
-    uint32_t read_got = 0;       // RDMA read: bytes scattered so far
-    uint32_t gap_at = ~0u;       // RDMA read: read_got when a gap was last re-requested
-    uint32_t gap_seen = 0;       // RDMA read: out-of-order responses since then
-    bool need_req = true;        // RDMA read / atomic: the request is to be (re)sent
-    bool ooo_asked = false;      // re-requested after a later response overtook it
-    uint8_t local_err = 0;       // a bad WQE: completes with this syndrome in its turn
+    uint32_t read_got = 0;  // RDMA read: bytes scattered so far
+    uint32_t gap_at = ~0u;  // RDMA read: read_got when a gap was last re-requested
+    uint32_t gap_seen = 0;  // RDMA read: out-of-order responses since then
+    bool need_req = true;  // RDMA read / atomic: the request is to be (re)sent
+    bool ooo_asked = false;  // re-requested after a later response overtook it
+    uint8_t local_err = 0;  // a bad WQE: completes with this syndrome in its turn
     bool done = false;
 };
 
 struct RecvState {
-    bool active = false;      // a receive WQE is being filled (multi-packet send)
-    bool held = false;        // UC: taken, its message lost; the next message uses it
+    bool active = false;  // a receive WQE is being filled (multi-packet send)
+    bool held = false;  // UC: taken, its message lost; the next message uses it
     bool from_srq = false;
     uint16_t wqe_index = 0;
     std::vector<Sge> sges;
@@ -374,29 +372,29 @@ struct RecvState {
 };
 
 struct QpEngine {
-    bool comm_est = false;   // COMM_EST reported (RTR received a packet)
-    uint16_t sq_ci = 0;      // basic blocks consumed
-    uint16_t rq_ci = 0;      // receive WQEs consumed
+    bool comm_est = false;  // COMM_EST reported (RTR received a packet)
+    uint16_t sq_ci = 0;  // basic blocks consumed
+    uint16_t rq_ci = 0;  // receive WQEs consumed
     // requester (RC): operations in PSN order; packets up to snd_nxt were
     // sent, everything before una is acknowledged
     std::deque<SendOp> outstanding;
-    uint32_t next_psn = 0;   // PSN of the next new operation
+    uint32_t next_psn = 0;  // PSN of the next new operation
     uint32_t snd_nxt = 0;
     uint32_t una = 0;
     uint64_t deadline = 0;
     int retries = 0, rnr_retries = 0;
     uint64_t rnr_until = 0;
     uint32_t rnr_psn = 0;
-    bool sq_stalled = false; // a bad WQE is queued: read no further
-    bool dup_head = false;   // send the next retransmitted packet twice (see timers)
+    bool sq_stalled = false;  // a bad WQE is queued: read no further
+    bool dup_head = false;  // send the next retransmitted packet twice (see timers)
     // responder
     uint32_t epsn = 0;
     uint32_t msn = 0;
     bool nak_sent = false;
     RecvState recv;
-    bool w_active = false;    // RDMA write in progress
+    bool w_active = false;  // RDMA write in progress
     uint64_t w_proc = 0, w_left = 0, w_total = 0;
-    uint64_t w_va = 0;        // next remote address (re-checked per packet)
+    uint64_t w_va = 0;  // next remote address (re-checked per packet)
     uint32_t w_rkey = 0;
     // the last atomics executed, for replaying a duplicate request
     struct AtomicDone {
@@ -408,14 +406,14 @@ struct QpEngine {
     // RDMA read responses still to send: generated as the wire takes them,
     // as a device's read response engine does, not all at once
     struct ReadJob {
-        uint32_t psn = 0;        // of response packet 0
-        uint64_t proc = 0;       // process address of the data
-        uint64_t va = 0;         // remote address and key (re-checked per packet)
+        uint32_t psn = 0;  // of response packet 0
+        uint64_t proc = 0;  // process address of the data
+        uint64_t va = 0;  // remote address and key (re-checked per packet)
         uint32_t rkey = 0;
         uint32_t len = 0;
-        uint32_t n = 1, i = 0;   // packets, next packet
+        uint32_t n = 1, i = 0;  // packets, next packet
         uint32_t msn = 0;
-        bool hdr_only = false;   // an ACK/NAK/atomic ACK queued behind read responses
+        bool hdr_only = false;  // an ACK/NAK/atomic ACK queued behind read responses
         WireHdr hdr{};
     };
     std::deque<ReadJob> reads;
@@ -541,7 +539,7 @@ bool read_wqe(Qp& qp, uint16_t idx, uint8_t* out, size_t& size, uint32_t& nbb) {
     const uint32_t cnt = qp.sq_wqe_cnt;
     const uint8_t* ring = reinterpret_cast<const uint8_t*>(qp.sq_buf);
     const uint32_t first = idx & (cnt - 1);
-    memcpy(out, ring + size_t(first) * 64, 64);   // the control segment, also for a bad WQE's trace
+    memcpy(out, ring + size_t(first) * 64, 64);  // the control segment, also for a bad WQE's trace
     mlx5_wqe_ctrl_seg ctrl;
     memcpy(&ctrl, out, sizeof ctrl);
     const uint32_t ds = be32toh(ctrl.qpn_ds) & 0x3f;
@@ -574,12 +572,10 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
     op.imm = ctrl.imm;
     size_t off = 16;
     switch (op.opcode) {
-    case MLX5_OPCODE_NOP:
-        return 0;
+    case MLX5_OPCODE_NOP: return 0;
     case MLX5_OPCODE_SEND:
     case MLX5_OPCODE_SEND_IMM:
-    case MLX5_OPCODE_SEND_INVAL:
-        break;
+    case MLX5_OPCODE_SEND_INVAL: break;
     case MLX5_OPCODE_RDMA_WRITE:
     case MLX5_OPCODE_RDMA_WRITE_IMM:
     case MLX5_OPCODE_RDMA_READ:
@@ -590,8 +586,7 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         if (qp.qp_type == IBV_QPT_UC && op.opcode != MLX5_OPCODE_RDMA_WRITE && op.opcode != MLX5_OPCODE_RDMA_WRITE_IMM)
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         break;
-    default:
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;   // UMR, LSO, local invalidate... not modelled
+    default: return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;  // UMR, LSO, local invalidate... not modelled
     }
     if (qp.qp_type == IBV_QPT_UD) {
         if (off + sizeof(mlx5_wqe_datagram_seg) > size)
@@ -655,12 +650,13 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         off += 16;
         Sge s{be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)};
         if (s.len == 0 && s.lkey == 0 && s.addr == 0)
-            continue;   // padding
+            continue;  // padding
         op.sges.push_back(s);
     }
     if (inl && !op.sges.empty())
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA) {
+    if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS ||
+        op.opcode == MLX5_OPCODE_ATOMIC_FA) {
         if (inl)
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         op.len = static_cast<uint32_t>(sge_total(op.sges));
@@ -685,9 +681,9 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
 
 // ------------------------------------------------------------- requester
 
-constexpr uint32_t kWindow = 128;          // RC: unacknowledged PSNs in flight
-constexpr uint32_t kAckEvery = 32;         // RC: AckReq at least this often
-constexpr size_t kPendingMax = 2048;       // wire back-pressure: stop taking WQEs
+constexpr uint32_t kWindow = 128;  // RC: unacknowledged PSNs in flight
+constexpr uint32_t kAckEvery = 32;  // RC: AckReq at least this often
+constexpr size_t kPendingMax = 2048;  // wire back-pressure: stop taking WQEs
 
 bool is_read_or_atomic(uint8_t opcode) {
     return opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA;
@@ -696,7 +692,7 @@ bool is_read_or_atomic(uint8_t opcode) {
 uint32_t qp_mtu(const Qp& qp) { return qp.qp_type == IBV_QPT_UD ? 4096 : mtu_bytes(qp.path_mtu); }
 
 Packet& scratch_packet() {
-    static Packet* p = new Packet;   // model thread only (under sim().mu)
+    static Packet* p = new Packet;  // model thread only (under sim().mu)
     return *p;
 }
 
@@ -714,7 +710,7 @@ void send_request(Qp& qp, SendOp& op) {
     p.h.flags |= kFlagAckReq;
     if (op.opcode == MLX5_OPCODE_RDMA_READ) {
         const uint32_t mtu = qp_mtu(qp);
-        const uint32_t skip = op.read_got / mtu;   // whole packets already scattered
+        const uint32_t skip = op.read_got / mtu;  // whole packets already scattered
         p.h.opcode = TRANSPORT_RC | OP_READ_REQUEST;
         p.h.psn = psn_add(op.first_psn, skip);
         p.h.va = op.raddr + uint64_t(skip) * mtu;
@@ -749,12 +745,19 @@ void send_packet(Qp& qp, const SendOp& op, uint32_t i, bool ack_req) {
     packet_base(qp, op, p);
     uint8_t o;
     if (write)
-        o = n == 1 ? (imm ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY)
-                   : first ? OP_WRITE_FIRST : last ? (imm ? OP_WRITE_LAST_IMM : OP_WRITE_LAST) : OP_WRITE_MIDDLE;
+        o = n == 1  ? (imm ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY)
+            : first ? OP_WRITE_FIRST
+            : last  ? (imm ? OP_WRITE_LAST_IMM : OP_WRITE_LAST)
+                    : OP_WRITE_MIDDLE;
     else
-        o = n == 1 ? (imm ? OP_SEND_ONLY_IMM : inv ? OP_SEND_ONLY_INV : OP_SEND_ONLY)
-                   : first ? OP_SEND_FIRST
-                           : last ? (imm ? OP_SEND_LAST_IMM : inv ? OP_SEND_LAST_INV : OP_SEND_LAST) : OP_SEND_MIDDLE;
+        o = n == 1  ? (imm       ? OP_SEND_ONLY_IMM
+                           : inv ? OP_SEND_ONLY_INV
+                                 : OP_SEND_ONLY)
+            : first ? OP_SEND_FIRST
+            : last  ? (imm       ? OP_SEND_LAST_IMM
+                           : inv ? OP_SEND_LAST_INV
+                                 : OP_SEND_LAST)
+                    : OP_SEND_MIDDLE;
     p.h.opcode = tr | o;
     p.h.psn = psn_add(op.first_psn, i);
     if (last && op.solicited)
@@ -769,7 +772,7 @@ void send_packet(Qp& qp, const SendOp& op, uint32_t i, bool ack_req) {
     p.h.imm = op.imm;
     p.h.qkey = op.rqkey;
     if (qp.qp_type == IBV_QPT_UD && (op.rqkey & 0x80000000u))
-        p.h.qkey = qp.qkey;   // the high bit means: use the QP's Q_Key
+        p.h.qkey = qp.qkey;  // the high bit means: use the QP's Q_Key
     const uint32_t off = i * mtu;
     const uint32_t len = std::min(mtu, op.len - std::min(op.len, off));
     p.h.payload_len = static_cast<uint16_t>(len);
@@ -780,14 +783,14 @@ void send_packet(Qp& qp, const SendOp& op, uint32_t i, bool ack_req) {
 
 uint64_t timeout_ns(const Qp& qp) {
     if (qp.timeout == 0)
-        return 0;   // infinite
+        return 0;  // infinite
     uint64_t ns = 4096ull << qp.timeout;
     return std::max<uint64_t>(ns, 1000000ull);
 }
 
 uint64_t rnr_ns(uint8_t t) {
-    static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,   160,   240,   320,
-                                    480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,  10240, 15360,
+    static const uint32_t us[32] = {655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,   320,
+                                    480,    640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240, 15360,
                                     20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
     return uint64_t(us[t & 31]) * 1000;
 }
@@ -830,7 +833,7 @@ bool pump(Qp& qp) {
             continue;
         }
         if (psn_diff(e.snd_nxt, end) >= 0)
-            continue;   // all of it sent
+            continue;  // all of it sent
         int32_t k = psn_diff(e.snd_nxt, op.first_psn);
         if (k < 0) {
             k = 0;
@@ -894,7 +897,7 @@ void retire(Qp& qp) {
             set_error(qp);
             return;
         }
-        req_complete(qp, op);   // may turn into an error (fault injection): the rest flushes
+        req_complete(qp, op);  // may turn into an error (fault injection): the rest flushes
     }
     if (e.outstanding.empty())
         e.deadline = 0, e.sq_stalled = false;
@@ -925,7 +928,7 @@ void ack_through(Qp& qp, uint32_t psn) {
         if (psn_diff(psn_add(op.first_psn, op.npkts), psn) > 0)
             break;
         if (is_read_or_atomic(op.opcode))
-            break;   // must not complete anything after it first
+            break;  // must not complete anything after it first
         op.done = true;
     }
 }
@@ -937,7 +940,7 @@ void handle_ack(Qp& qp, const Packet& p) {
     // an ACK acknowledges psn itself; a NAK everything before psn
     const uint32_t upto = (syn & 0xe0) == AETH_ACK ? psn_add(psn, 1) : psn;
     if (psn_diff(upto, e.next_psn) > 0 || psn_diff(upto, e.una) < 0)
-        return;   // acknowledges something never sent, or stale
+        return;  // acknowledges something never sent, or stale
     ack_through(qp, upto);
     advance_una(qp, upto);
     retire(qp);
@@ -965,15 +968,9 @@ void handle_ack(Qp& qp, const Packet& p) {
             go_back(qp, psn, false);
         }
         return;
-    case AETH_NAK_INV_REQ:
-        fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR);
-        return;
-    case AETH_NAK_REM_ACCESS:
-        fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR);
-        return;
-    default:
-        fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
-        return;
+    case AETH_NAK_INV_REQ: fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR); return;
+    case AETH_NAK_REM_ACCESS: fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR); return;
+    default: fail_head(qp, MLX5_CQE_SYNDROME_REMOTE_OP_ERR); return;
     }
 }
 
@@ -1023,8 +1020,7 @@ void handle_read_resp(Qp& qp, const Packet& p) {
         if (static_cast<uint32_t>(d) * mtu != op.read_got) {
             // a response was lost (or this one repeats): ask once for the rest
             // (again every 64 of them: the repeated request may be lost too)
-            if (static_cast<uint32_t>(d) * mtu > op.read_got &&
-                (op.gap_at != op.read_got || ++op.gap_seen % 64 == 0)) {
+            if (static_cast<uint32_t>(d) * mtu > op.read_got && (op.gap_at != op.read_got || ++op.gap_seen % 64 == 0)) {
                 op.gap_at = op.read_got;
                 op.gap_seen = 0;
                 UVSIM_TRACE("qpn 0x%x: read response psn %u missing: requesting again", qp.qpn,
@@ -1128,9 +1124,9 @@ bool poll_sq(Qp& qp) {
             break;
         if (qp.state != IBV_QPS_ERR) {
             if (e.sq_stalled || pending_count() > kPendingMax)
-                break;   // a bad WQE waits for its turn, or the wire is backed up
+                break;  // a bad WQE waits for its turn, or the wire is backed up
             if (rc && (e.outstanding.size() >= 512 || psn_diff(e.next_psn, e.una) > (1 << 22)))
-                break;   // window full: wait for acknowledgements
+                break;  // window full: wait for acknowledgements
         }
         size_t size = 0;
         uint32_t nbb = 1;
@@ -1151,8 +1147,8 @@ bool poll_sq(Qp& qp) {
         }
         e.sq_ci = static_cast<uint16_t>(e.sq_ci + nbb);
         work = true;
-        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s: %s", qp.qpn, op.wqe_idx, op.opcode,
-                    size / 16, op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "",
+        UVSIM_TRACE("WQE qpn 0x%x idx %u opcode 0x%02x ds %zu len %u%s%s: %s", qp.qpn, op.wqe_idx, op.opcode, size / 16,
+                    op.len, op.signaled ? " signaled" : "", syn ? " (bad)" : "",
                     g_trace_on ? hex(w, size).c_str() : "");
         if (qp.state == IBV_QPS_ERR) {
             req_complete(qp, op, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
@@ -1185,8 +1181,8 @@ bool poll_sq(Qp& qp) {
         }
         const uint32_t mtu = qp_mtu(qp);
         op.npkts = op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA
-                       ? 1
-                       : std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
+            ? 1
+            : std::max<uint32_t>(1, (op.len + mtu - 1) / mtu);
         op.first_psn = e.next_psn;
         e.next_psn = psn_add(e.next_psn, op.npkts);
         if (rc) {
@@ -1234,7 +1230,7 @@ bool take_recv(Qp& qp, RecvState& r) {
         const uint16_t left = static_cast<uint16_t>(posted - s.consumed);
         if (s.limit_armed && left < s.limit) {
             s.limit_armed = false;
-            s.limit = 0;   // one-shot: query_srq shows it disarmed
+            s.limit = 0;  // one-shot: query_srq shows it disarmed
             ++s.events_reported;
             if (s.ctx)
                 s.ctx->async_event(s.user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
@@ -1322,9 +1318,9 @@ void grh_area(const Packet& p, uint8_t grh[40], bool& ipv4_only) {
         h[1] = p.h.tclass;
         h[2] = static_cast<uint8_t>(total >> 8);
         h[3] = static_cast<uint8_t>(total);
-        h[6] = 0x40;   // don't fragment
+        h[6] = 0x40;  // don't fragment
         h[8] = p.h.hop_limit;
-        h[9] = 17;     // UDP
+        h[9] = 17;  // UDP
         memcpy(h + 12, p.h.sgid + 12, 4);
         memcpy(h + 16, p.h.dgid + 12, 4);
         uint32_t sum = 0;
@@ -1397,7 +1393,7 @@ void ud_receive(Qp& qp, const Packet& p) {
 }
 
 void responder_fatal(Qp& qp, const Packet& p, uint8_t nak, uint32_t event) {
-    qp.eng->reads.clear();   // the QP stops answering; the NAK goes out now
+    qp.eng->reads.clear();  // the QP stops answering; the NAK goes out now
     if (qp.qp_type == IBV_QPT_RC)
         send_ack(qp, p, nak, p.h.psn);
     if (qp.eng->recv.active)
@@ -1417,7 +1413,7 @@ void responder(Qp& qp, const Packet& p) {
     if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
         return;
     if (p.h.src_qpn != qp.dest_qpn)
-        return;   // not our connection
+        return;  // not our connection
     if (qp.state == IBV_QPS_RTR && !e.comm_est) {
         // the first packet of the connection while still in RTR:
         // Communication Established, once per connection
@@ -1477,13 +1473,14 @@ void responder(Qp& qp, const Packet& p) {
         }
     }
     const bool first = o == OP_SEND_FIRST || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM || o == OP_SEND_ONLY_INV ||
-                       o == OP_WRITE_FIRST || o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
+        o == OP_WRITE_FIRST || o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
     const bool last = o == OP_SEND_LAST || o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM ||
-                      o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV || o == OP_WRITE_LAST ||
-                      o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
+        o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV || o == OP_WRITE_LAST || o == OP_WRITE_LAST_IMM ||
+        o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
     const bool is_send = o <= OP_SEND_ONLY_IMM || o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV;
     const bool is_write = o >= OP_WRITE_FIRST && o <= OP_WRITE_ONLY_IMM;
-    const bool with_imm = o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY_IMM || o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY_IMM;
+    const bool with_imm =
+        o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY_IMM || o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY_IMM;
     if (is_send) {
         if (first) {
             if (e.recv.held) {
@@ -1523,9 +1520,9 @@ void responder(Qp& qp, const Packet& p) {
             send_ack(qp, p, AETH_ACK, p.h.psn);
         if (last) {
             CqeInfo ci{};
-            ci.opcode = with_imm ? MLX5_CQE_RESP_SEND_IMM
-                        : (o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV) ? MLX5_CQE_RESP_SEND_INV
-                                                                            : MLX5_CQE_RESP_SEND;
+            ci.opcode = with_imm                                   ? MLX5_CQE_RESP_SEND_IMM
+                : (o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV) ? MLX5_CQE_RESP_SEND_INV
+                                                                   : MLX5_CQE_RESP_SEND;
             ci.imm = p.h.imm;
             ci.byte_cnt = static_cast<uint32_t>(e.recv.got);
             ci.wqe_counter = e.recv.wqe_index;
@@ -1548,8 +1545,9 @@ void responder(Qp& qp, const Packet& p) {
     if (is_write) {
         if (first) {
             uint64_t proc = 0;
-            if (uint8_t nak = p.h.dma_len ? resolve_remote(qp, p.h.rkey, p.h.va, p.h.dma_len, IBV_ACCESS_REMOTE_WRITE, proc)
-                                          : 0) {
+            if (uint8_t nak = p.h.dma_len
+                    ? resolve_remote(qp, p.h.rkey, p.h.va, p.h.dma_len, IBV_ACCESS_REMOTE_WRITE, proc)
+                    : 0) {
                 UVSIM_TRACE("qpn 0x%x: RDMA write rkey 0x%x va 0x%llx len %u refused", qp.qpn, p.h.rkey,
                             (unsigned long long)p.h.va, p.h.dma_len);
                 if (rc)
@@ -1611,7 +1609,7 @@ void responder(Qp& qp, const Packet& p) {
             e.w_active = false;
             ++e.msn;
             if (rc)
-                send_ack(qp, p, AETH_ACK, p.h.psn);   // before the CQE, as for sends
+                send_ack(qp, p, AETH_ACK, p.h.psn);  // before the CQE, as for sends
             if (with_imm) {
                 CqeInfo ci{};
                 ci.opcode = MLX5_CQE_RESP_WR_IMM;
@@ -1633,8 +1631,8 @@ void responder(Qp& qp, const Packet& p) {
         return;
     if (o == OP_READ_REQUEST) {
         uint64_t proc = 0;
-        if (uint8_t nak = p.h.dma_len ? resolve_remote(qp, p.h.rkey, p.h.va, p.h.dma_len, IBV_ACCESS_REMOTE_READ, proc)
-                                      : 0) {
+        if (uint8_t nak =
+                p.h.dma_len ? resolve_remote(qp, p.h.rkey, p.h.va, p.h.dma_len, IBV_ACCESS_REMOTE_READ, proc) : 0) {
             responder_fatal(qp, p, nak, IBV_EVENT_QP_ACCESS_ERR);
             return;
         }
@@ -1733,10 +1731,11 @@ bool pump_reads(Qp& qp) {
         r.h.dest_qpn = qp.dest_qpn;
         fill_addr(qp, qp.av, r);
         const uint32_t i = j.i;
-        r.h.opcode = TRANSPORT_RC | (j.n == 1 ? OP_READ_RESP_ONLY
-                                     : i == 0 ? OP_READ_RESP_FIRST
-                                     : i == j.n - 1 ? OP_READ_RESP_LAST
-                                                    : OP_READ_RESP_MIDDLE);
+        r.h.opcode = TRANSPORT_RC |
+            (j.n == 1           ? OP_READ_RESP_ONLY
+                 : i == 0       ? OP_READ_RESP_FIRST
+                 : i == j.n - 1 ? OP_READ_RESP_LAST
+                                : OP_READ_RESP_MIDDLE);
         r.h.psn = psn_add(j.psn, i);
         r.h.payload_len = static_cast<uint16_t>(j.len ? std::min(mtu, j.len - i * mtu) : 0);
         r.h.msn = j.msn;
@@ -1761,24 +1760,27 @@ bool pump_reads(Qp& qp) {
 void dispatch(const Packet& p) {
     auto it = sim().qps.find(p.h.dest_qpn);
     if (it == sim().qps.end())
-        return;   // no such QP: dropped (the requester times out)
+        return;  // no such QP: dropped (the requester times out)
     Qp& qp = *it->second;
     if (!qp.eng)
-        return;   // still in RESET
+        return;  // still in RESET
     if (!addressed_to(qp, p)) {
         UVSIM_TRACE("qpn 0x%x: packet for another port (dlid %u): dropped", qp.qpn, p.h.dlid);
         return;
     }
     const uint8_t tr = p.h.opcode & 0xe0;
     const uint8_t o = p.h.opcode & 0x1f;
-    const uint8_t want = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC : qp.qp_type == IBV_QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
+    const uint8_t want = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC
+        : qp.qp_type == IBV_QPT_UC                ? TRANSPORT_UC
+                                                  : TRANSPORT_UD;
     if (tr != want)
         return;
     if (tr == TRANSPORT_UD) {
         ud_receive(qp, p);
         return;
     }
-    if (tr == TRANSPORT_RC && (o == OP_ACK || o == OP_ATOMIC_ACK || (o >= OP_READ_RESP_FIRST && o <= OP_READ_RESP_ONLY))) {
+    if (tr == TRANSPORT_RC &&
+        (o == OP_ACK || o == OP_ATOMIC_ACK || (o >= OP_READ_RESP_FIRST && o <= OP_READ_RESP_ONLY))) {
         if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
             return;
         if (p.h.src_qpn != qp.dest_qpn)
@@ -1812,7 +1814,8 @@ void flush_all(Qp& qp) {
         recv_error(qp, e.recv, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
     e.recv.active = e.recv.held = false;
     if (!qp.srq && qp.rq_wqe_cnt && qp.dbrec) {
-        const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+        const uint16_t posted =
+            static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
         while (e.rq_ci != posted) {
             RecvState r{};
             r.wqe_index = static_cast<uint16_t>(e.rq_ci & (qp.rq_wqe_cnt - 1));
@@ -1859,7 +1862,7 @@ bool step() {
         qps.push_back(qp);
     for (Qp* qp : qps) {
         if (!sim().qps.count(qp->qpn) || !qp->eng)
-            continue;   // gone, or never modified (RESET: the device ignores it)
+            continue;  // gone, or never modified (RESET: the device ignores it)
         work |= poll_sq(*qp);
         work |= pump_reads(*qp);
         work |= poll_rq_error(*qp);
@@ -1868,8 +1871,8 @@ bool step() {
     if (g_overrun) {
         g_overrun = false;
         for (Qp* qp : qps)
-            if (sim().qps.count(qp->qpn) && qp->eng && ((qp->send_cq && qp->send_cq->overrun) ||
-                                                        (qp->recv_cq && qp->recv_cq->overrun))) {
+            if (sim().qps.count(qp->qpn) && qp->eng &&
+                ((qp->send_cq && qp->send_cq->overrun) || (qp->recv_cq && qp->recv_cq->overrun))) {
                 UVSIM_TRACE("qpn 0x%x: its CQ overran", qp->qpn);
                 set_error(*qp);
             }
@@ -1914,7 +1917,7 @@ void thread_main() {
             continue;
         }
         if (++idle < 50)
-            continue;   // a short busy spin: doorbells often follow completions
+            continue;  // a short busy spin: doorbells often follow completions
         // Sleep on the wire socket. Within 50 ms of the last work the sleep
         // stays at most 50 us (a ping-pong's doorbell is seen quickly); after
         // that it doubles up to idle_poll_us.
@@ -1941,9 +1944,7 @@ void engine_qp_state_changed(Qp& qp, uint8_t old) {
         qp.eng = std::make_unique<QpEngine>();
     QpEngine& e = *qp.eng;
     switch (qp.state) {
-    case IBV_QPS_RESET:
-        e = QpEngine{};
-        break;
+    case IBV_QPS_RESET: e = QpEngine{}; break;
     case IBV_QPS_RTR:
         if (old == IBV_QPS_INIT)
             e.epsn = qp.rq_psn;
@@ -1953,11 +1954,10 @@ void engine_qp_state_changed(Qp& qp, uint8_t old) {
             e.next_psn = e.snd_nxt = e.una = qp.sq_psn & 0xffffff;
         break;
     case IBV_QPS_ERR:
-        qp.state = old;   // set_error does the transition and the flush
+        qp.state = old;  // set_error does the transition and the flush
         set_error(qp);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -27,37 +27,37 @@ namespace uvsim {
 // One GID table entry of a port.
 struct GidEntry {
     uint8_t gid[16];
-    int type;   // 0: IB or RoCE v1, 1: RoCE v2
+    int type;  // 0: IB or RoCE v1, 1: RoCE v2
 };
 
 struct PortCfg {
-    bool ethernet = false;     // link layer: InfiniBand or Ethernet (RoCE v2)
-    uint16_t lid = 0;          // IB only
+    bool ethernet = false;  // link layer: InfiniBand or Ethernet (RoCE v2)
+    uint16_t lid = 0;  // IB only
     uint8_t lmc = 0;
     uint16_t sm_lid = 0;
-    uint8_t state = 4;         // IBV_PORT_ACTIVE
-    uint8_t max_mtu = 5;       // IBV_MTU_4096
+    uint8_t state = 4;  // IBV_PORT_ACTIVE
+    uint8_t max_mtu = 5;  // IBV_MTU_4096
     uint8_t active_mtu = 5;
-    uint8_t width = 2;         // 4x
-    uint8_t speed = 32;        // EDR (IBV_SPEED... as in query_port)
+    uint8_t width = 2;  // 4x
+    uint8_t speed = 32;  // EDR (IBV_SPEED... as in query_port)
     uint64_t gid_prefix = 0xfe80000000000000ull;
-    uint64_t port_guid = 0;    // IB GID[0] interface id
-    uint8_t mac[6] = {};       // Ethernet
-    uint32_t ipv4 = 0;         // Ethernet: host order; 0 = none
-    std::string netdev;        // Ethernet: interface name shown in gid_attrs
+    uint64_t port_guid = 0;  // IB GID[0] interface id
+    uint8_t mac[6] = {};  // Ethernet
+    uint32_t ipv4 = 0;  // Ethernet: host order; 0 = none
+    std::string netdev;  // Ethernet: interface name shown in gid_attrs
     std::vector<GidEntry> gids;  // the GID table, derived by finish_config
 };
 
 struct DevCfg {
-    std::string name;          // mlx5_0
+    std::string name;  // mlx5_0
     uint32_t vendor_id = 0x02c9;
-    uint32_t part_id = 4119;   // ConnectX-5 (4121 CX-5 Ex, 4123 CX-6, 4125 CX-6 Dx, 4129 CX-7)
+    uint32_t part_id = 4119;  // ConnectX-5 (4121 CX-5 Ex, 4123 CX-6, 4125 CX-6 Dx, 4129 CX-7)
     uint32_t hw_ver = 0;
     uint64_t node_guid = 0;
     uint64_t sys_image_guid = 0;
     std::string fw_ver = "16.35.2000";
     std::string board_id = "MT_0000000008";
-    std::string pci_addr;      // 0000:08:00.0
+    std::string pci_addr;  // 0000:08:00.0
     std::vector<PortCfg> ports;
     // capabilities
     uint32_t max_qp = 1u << 18;
@@ -82,7 +82,7 @@ struct FaultCfg {
     // The Nth completion (1-based, counted per process over every QP) is an
     // error CQE with this syndrome; 0 = off.
     uint64_t cqe_error_at = 0;
-    uint8_t cqe_error_syndrome = 0x04;   // MLX5_CQE_SYNDROME_LOCAL_PROT_ERR
+    uint8_t cqe_error_syndrome = 0x04;  // MLX5_CQE_SYNDROME_LOCAL_PROT_ERR
     // Device fatal after this many milliseconds from the first context; 0 = off.
     uint64_t fatal_after_ms = 0;
     // Drop every Nth packet the wire sends (RC retransmits recover); 0 = off.
@@ -92,9 +92,9 @@ struct FaultCfg {
 struct Config {
     std::vector<DevCfg> devices;
     FaultCfg faults;
-    std::string run_dir;        // shared by the processes of one simulated host
-    std::string trace_file;     // "" = no trace, "-" = stderr
-    uint32_t idle_poll_us = 1000; // model thread's sleep when idle
+    std::string run_dir;  // shared by the processes of one simulated host
+    std::string trace_file;  // "" = no trace, "-" = stderr
+    uint32_t idle_poll_us = 1000;  // model thread's sleep when idle
 };
 
 // Parses the config text (see README). On error returns nullopt and sets err
@@ -109,9 +109,9 @@ const Config& cfg();
 
 extern bool g_trace_on;
 void trace_line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-#define UVSIM_TRACE(...)                  \
-    do {                                  \
-        if (::uvsim::g_trace_on)          \
+#define UVSIM_TRACE(...)                      \
+    do {                                      \
+        if (::uvsim::g_trace_on)              \
             ::uvsim::trace_line(__VA_ARGS__); \
     } while (0)
 
@@ -166,15 +166,15 @@ struct Object {
     uint32_t handle = 0;
     uint64_t user_handle = 0;
     Context* ctx = nullptr;
-    int usecnt = 0;              // other objects referring to this one
+    int usecnt = 0;  // other objects referring to this one
     explicit Object(ObjType t) : type(t) {}
     virtual ~Object() = default;
 };
 
 // An event file: the application reads it, the model writes to our end.
 struct EventFile {
-    int app_fd = -1;   // handed to the application
-    int our_fd = -1;   // the model writes events here (non-blocking)
+    int app_fd = -1;  // handed to the application
+    int our_fd = -1;  // the model writes events here (non-blocking)
     ~EventFile();
     void post(const void* ev, size_t len) const;
 };
@@ -186,10 +186,10 @@ struct Pd : Object {
 
 struct Mr : Object {
     Pd* pd = nullptr;
-    uint64_t addr = 0;       // process virtual address
+    uint64_t addr = 0;  // process virtual address
     uint64_t length = 0;
-    uint64_t iova = 0;       // the address remote peers and SGEs use
-    uint32_t access = 0;     // IBV_ACCESS_*
+    uint64_t iova = 0;  // the address remote peers and SGEs use
+    uint32_t access = 0;  // IBV_ACCESS_*
     uint32_t lkey = 0, rkey = 0;
     Mr() : Object(ObjType::Mr) {}
 };
@@ -201,18 +201,18 @@ struct CompChannel : Object {
 
 struct Cq : Object {
     uint32_t cqn = 0;
-    uint64_t buf = 0;         // provider's CQE ring
+    uint64_t buf = 0;  // provider's CQE ring
     uint32_t* dbrec = nullptr;  // [0] consumer index, [1] arm
-    uint32_t ncqe = 0;        // entries (power of two)
+    uint32_t ncqe = 0;  // entries (power of two)
     uint32_t cqe_size = 64;
-    uint32_t pi = 0;          // producer index (model)
+    uint32_t pi = 0;  // producer index (model)
     std::shared_ptr<EventFile> channel;
     uint32_t comp_vector = 0;
     // Arm state as seen in the arm doorbell record.
     uint32_t last_arm = 0;
     bool armed = false, armed_solicited = false;
     uint32_t arm_ci = 0;
-    uint32_t comp_events = 0;   // delivered (reported in destroy response)
+    uint32_t comp_events = 0;  // delivered (reported in destroy response)
     uint32_t async_events = 0;
     bool overrun = false;
     Cq() : Object(ObjType::Cq) {}
@@ -222,12 +222,12 @@ struct Srq : Object {
     uint32_t srqn = 0;
     Pd* pd = nullptr;
     uint64_t buf = 0;
-    uint32_t* dbrec = nullptr;   // [0] = counter of posted WQEs
+    uint32_t* dbrec = nullptr;  // [0] = counter of posted WQEs
     uint32_t wqe_cnt = 0, wqe_shift = 0, max_sge = 0;
     uint32_t limit = 0;
     bool limit_armed = false;
-    uint16_t consumed = 0;    // WQEs taken by the model
-    uint16_t head = 0;        // index of the next WQE in the linked list
+    uint16_t consumed = 0;  // WQEs taken by the model
+    uint16_t head = 0;  // index of the next WQE in the linked list
     uint32_t uidx = 0;
     uint32_t events_reported = 0;
     bool error = false;
@@ -257,12 +257,12 @@ struct Ah : Object {
     Ah() : Object(ObjType::Ah) {}
 };
 
-struct QpEngine;   // engine.cpp
+struct QpEngine;  // engine.cpp
 
 struct Qp : Object {
     uint32_t qpn = 0;
-    uint8_t qp_type = 0;       // IBV_QPT_*
-    uint8_t state = 0;         // IBV_QPS_*
+    uint8_t qp_type = 0;  // IBV_QPT_*
+    uint8_t state = 0;  // IBV_QPS_*
     Pd* pd = nullptr;
     Cq* send_cq = nullptr;
     Cq* recv_cq = nullptr;
@@ -270,11 +270,11 @@ struct Qp : Object {
     bool sq_sig_all = false;
     // provider memory
     uint64_t buf = 0;
-    uint32_t* dbrec = nullptr;   // [0] RQ counter, [1] SQ counter
+    uint32_t* dbrec = nullptr;  // [0] RQ counter, [1] SQ counter
     uint32_t sq_wqe_cnt = 0, rq_wqe_cnt = 0, rq_wqe_shift = 0;
-    uint64_t sq_buf = 0;         // = buf + rq size (unless given)
+    uint64_t sq_buf = 0;  // = buf + rq size (unless given)
     uint32_t uidx = 0;
-    uint32_t create_flags = 0;   // mlx5 create flags
+    uint32_t create_flags = 0;  // mlx5 create flags
     // capabilities granted
     uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
     // attributes (modify_qp)
@@ -293,7 +293,7 @@ struct Qp : Object {
         uint8_t gid[16];
         uint16_t mlid;
     };
-    std::vector<McastGroup> mcast;   // attached groups (UD)
+    std::vector<McastGroup> mcast;  // attached groups (UD)
     uint8_t alt_port = 0, alt_timeout = 0;
     uint16_t alt_pkey_index = 0;
     uint8_t path_mig_state = 0;
@@ -305,7 +305,7 @@ struct Qp : Object {
 
 // One ib_ucontext: an open /dev/infiniband/uverbsN file after GET_CONTEXT.
 struct Context {
-    int fd = -1;                 // the application's cmd fd
+    int fd = -1;  // the application's cmd fd
     Device* dev = nullptr;
     bool have_ucontext = false;
     std::shared_ptr<EventFile> async;
@@ -313,7 +313,7 @@ struct Context {
     std::map<uint32_t, std::unique_ptr<Object>> objects;
     uint32_t tot_bfregs = 0, num_uars = 0;
     uint8_t cqe_version = 0;
-    std::vector<std::pair<uint64_t, size_t>> mappings;   // mmaps of this file
+    std::vector<std::pair<uint64_t, size_t>> mappings;  // mmaps of this file
 
     template <class T>
     T* get(uint32_t h, ObjType t) {
@@ -333,7 +333,7 @@ struct Device {
     int index = 0;
     const DevCfg* cfg = nullptr;
     bool fatal = false;
-    std::vector<uint8_t> port_state;   // current state per port (1-based index - 1)
+    std::vector<uint8_t> port_state;  // current state per port (1-based index - 1)
 };
 
 // Global state of the emulator in this process. One mutex protects every
@@ -341,13 +341,13 @@ struct Device {
 struct Sim {
     std::recursive_mutex mu;
     std::vector<Device> devices;
-    std::map<int, std::unique_ptr<Context>> files;   // cmd fd -> context
-    std::map<uint32_t, Qp*> qps;                     // qpn -> QP (this process)
-    std::map<uint32_t, Mr*> mrs_by_lkey;             // lkey (== rkey) -> MR
+    std::map<int, std::unique_ptr<Context>> files;  // cmd fd -> context
+    std::map<uint32_t, Qp*> qps;  // qpn -> QP (this process)
+    std::map<uint32_t, Mr*> mrs_by_lkey;  // lkey (== rkey) -> MR
     std::vector<Cq*> cqs;
     std::vector<Srq*> srqs;
-    std::map<int, std::shared_ptr<EventFile>> channels;   // comp channel fd -> file
-    uint32_t slot = 0;        // host-wide process slot (QPN/CQN high bits)
+    std::map<int, std::shared_ptr<EventFile>> channels;  // comp channel fd -> file
+    uint32_t slot = 0;  // host-wide process slot (QPN/CQN high bits)
     uint32_t next_qp = 1, next_cq = 1, next_srq = 1, next_pd = 1, next_key = 1;
 };
 Sim& sim();
@@ -356,7 +356,7 @@ Sim& sim();
 
 // Marks fds the emulator owns so interposed calls route them cheaply.
 enum class FdKind : uint8_t { None, Uverbs, Event };
-constexpr int kMaxFd = 1 << 16;   // fds at or above are never the emulator's
+constexpr int kMaxFd = 1 << 16;  // fds at or above are never the emulator's
 void fd_mark(int fd, FdKind k);
 FdKind fd_kind(int fd);
 

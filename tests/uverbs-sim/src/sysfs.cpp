@@ -65,8 +65,8 @@ std::string hex16(uint64_t v) {
 
 std::string gid_text(const uint8_t g[16]) {
     char b[48];
-    snprintf(b, sizeof b, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1],
-             g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
+    snprintf(b, sizeof b, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2],
+             g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
     return b;
 }
 
@@ -86,15 +86,42 @@ std::string rate_text(uint8_t width, uint8_t speed) {
     double lane;
     const char* name;
     switch (speed) {
-    case 1: lane = 2.5; name = " SDR"; break;
-    case 2: lane = 5; name = " DDR"; break;
-    case 4: lane = 10; name = " QDR"; break;
-    case 8: lane = 10; name = " FDR10"; break;
-    case 16: lane = 14; name = " FDR"; break;
-    case 32: lane = 25; name = " EDR"; break;
-    case 64: lane = 50; name = " HDR"; break;
-    case 128: lane = 100; name = " NDR"; break;
-    default: lane = 25; name = " EDR"; break;
+    case 1:
+        lane = 2.5;
+        name = " SDR";
+        break;
+    case 2:
+        lane = 5;
+        name = " DDR";
+        break;
+    case 4:
+        lane = 10;
+        name = " QDR";
+        break;
+    case 8:
+        lane = 10;
+        name = " FDR10";
+        break;
+    case 16:
+        lane = 14;
+        name = " FDR";
+        break;
+    case 32:
+        lane = 25;
+        name = " EDR";
+        break;
+    case 64:
+        lane = 50;
+        name = " HDR";
+        break;
+    case 128:
+        lane = 100;
+        name = " NDR";
+        break;
+    default:
+        lane = 25;
+        name = " EDR";
+        break;
     }
     int lanes = width == 1 ? 1 : width == 2 ? 4 : width == 4 ? 8 : width == 8 ? 12 : 2;
     double r = lane * lanes;
@@ -137,9 +164,9 @@ std::string describe(const Config& c) {
         s += b;
         for (const PortCfg& p : d.ports) {
             snprintf(b, sizeof b, "/%d %u %u %u %u %u %u %u %llx %llx %02x%02x%02x%02x%02x%02x %x %s", p.ethernet,
-                     p.lid, p.lmc, p.sm_lid, p.state, p.active_mtu, p.width, p.speed,
-                     (unsigned long long)p.gid_prefix, (unsigned long long)p.port_guid, p.mac[0], p.mac[1], p.mac[2],
-                     p.mac[3], p.mac[4], p.mac[5], p.ipv4, p.netdev.c_str());
+                     p.lid, p.lmc, p.sm_lid, p.state, p.active_mtu, p.width, p.speed, (unsigned long long)p.gid_prefix,
+                     (unsigned long long)p.port_guid, p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],
+                     p.ipv4, p.netdev.c_str());
             s += b;
         }
     }
@@ -203,7 +230,7 @@ bool build_tree(const Config& c, const std::string& root) {
             ok &= put(pd + "/cap_mask", pc.ethernet ? "0x04010000" : "0x2651e84a");
             ok &= put(pd + "/link_layer", pc.ethernet ? "Ethernet" : "InfiniBand");
             const auto& gids = port_gids(pc);
-            const size_t ngid = pc.ethernet ? 256 : 8;   // as query_port's gid_tbl_len
+            const size_t ngid = pc.ethernet ? 256 : 8;  // as query_port's gid_tbl_len
             static const uint8_t zero_gid[16] = {};
             for (size_t g = 0; g < ngid; ++g)
                 ok &= put(pd + "/gids/" + std::to_string(g), gid_text(g < gids.size() ? gids[g].gid : zero_gid));
@@ -255,7 +282,7 @@ std::string make_tree() {
         nftw(tmp.c_str(), rm_one, 16, FTW_DEPTH | FTW_PHYS);
         return {};
     }
-    if (rename(tmp.c_str(), final_path.c_str()) != 0)   // another process won the race
+    if (rename(tmp.c_str(), final_path.c_str()) != 0)  // another process won the race
         nftw(tmp.c_str(), rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return final_path;
 }
@@ -268,7 +295,7 @@ bool has_prefix(const char* path, const char* prefix, size_t& plen) {
 }  // namespace
 
 const std::string& tree_root() {
-    static const std::string* root = new std::string(make_tree());   // outlives exit()
+    static const std::string* root = new std::string(make_tree());  // outlives exit()
     return *root;
 }
 
@@ -278,8 +305,7 @@ std::string map_path(const char* path) {
     // Quick reject: everything not under /sys/class/infiniband* or /dev/infiniband.
     if (strncmp(path, "/sys/class/infiniband", 21) != 0 && strncmp(path, "/dev/infiniband", 15) != 0)
         return {};
-    static const char* const prefixes[] = {"/sys/class/infiniband_verbs", "/sys/class/infiniband",
-                                           "/dev/infiniband"};
+    static const char* const prefixes[] = {"/sys/class/infiniband_verbs", "/sys/class/infiniband", "/dev/infiniband"};
     for (const char* p : prefixes) {
         size_t n;
         if (has_prefix(path, p, n)) {

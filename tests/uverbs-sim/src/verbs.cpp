@@ -53,7 +53,7 @@ void Context::async_event(uint64_t element, uint32_t event_type) {
 
 Sim& sim() {
     static Sim* s = [] {
-        auto* x = new Sim;   // never destroyed: the model thread may outlive static destructors
+        auto* x = new Sim;  // never destroyed: the model thread may outlive static destructors
         const Config& c = cfg();
         x->devices.resize(c.devices.size());
         for (size_t i = 0; i < c.devices.size(); ++i) {
@@ -144,9 +144,8 @@ void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r) {
     r.max_qp = c.max_qp;
     r.max_qp_wr = c.max_qp_wr;
     r.device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_CHANGE_PHY_PORT |
-                         IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
-                         IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_XRC |
-                         IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+        IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+        IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_XRC | IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     r.max_sge = c.max_sge;
     r.max_sge_rd = c.max_sge;
     r.max_cq = c.max_cq;
@@ -175,7 +174,7 @@ void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r) {
     fill_query_device(d, r.base);
     r.response_length = sizeof r;
     r.timestamp_mask = (1ull << 63) - 1;
-    r.hca_core_clock = 156250;   // kHz
+    r.hca_core_clock = 156250;  // kHz
     r.device_cap_flags_ex = r.base.device_cap_flags;
     r.rss_caps.supported_qpts = 0;
     r.max_wq_type_rq = 0;
@@ -205,7 +204,7 @@ int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r
     r.max_mtu = p->max_mtu;
     r.active_mtu = p->active_mtu;
     r.lmc = p->lmc;
-    r.max_vl_num = p->ethernet ? 0 : 3;   // 4 data VLs
+    r.max_vl_num = p->ethernet ? 0 : 3;  // 4 data VLs
     r.sm_sl = 0;
     r.subnet_timeout = p->ethernet ? 0 : 18;
     r.active_width = p->width;
@@ -220,9 +219,9 @@ int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r
 
 int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontext_resp& resp) {
     if (c.have_ucontext)
-        return -EINVAL;   // the kernel allows one ucontext per open file
+        return -EINVAL;  // the kernel allows one ucontext per open file
     mlx5_ib_alloc_ucontext_req_v2 req{};
-    if (in_len < 8)   // the v1 request: two u32s
+    if (in_len < 8)  // the v1 request: two u32s
         return -EINVAL;
     memcpy(&req, in, std::min(in_len, sizeof req));
     if (in_len > sizeof req) {
@@ -235,7 +234,7 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
     if (req.flags & ~uint32_t(MLX5_IB_ALLOC_UCTX_DEVX))
         return -EINVAL;
     if (req.flags & MLX5_IB_ALLOC_UCTX_DEVX)
-        return -EOPNOTSUPP;   // DEVX (PRM commands) is not emulated
+        return -EOPNOTSUPP;  // DEVX (PRM commands) is not emulated
     if (req.comp_mask || req.reserved0 || req.reserved1 || req.reserved2)
         return -EOPNOTSUPP;
     // Static UARs: each 4 KiB UAR page carries two usable bfregs.
@@ -302,23 +301,21 @@ void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t
     const uint32_t cmd = static_cast<uint32_t>(pgoff >> 8) & 0xff;
     const uint32_t index = static_cast<uint32_t>(pgoff & 0xff) | static_cast<uint32_t>((pgoff >> 16) << 8);
     switch (cmd) {
-    case 0:   // MLX5_IB_MMAP_REGULAR_PAGE
-    case 2:   // MLX5_IB_MMAP_WC_PAGE
-    case 3:   // MLX5_IB_MMAP_NC_PAGE
+    case 0:  // MLX5_IB_MMAP_REGULAR_PAGE
+    case 2:  // MLX5_IB_MMAP_WC_PAGE
+    case 3:  // MLX5_IB_MMAP_NC_PAGE
         if (len != static_cast<size_t>(page) || index >= c.num_uars) {
             err = EINVAL;
             return MAP_FAILED;
         }
         break;
-    case 5:   // MLX5_IB_MMAP_CORE_CLOCK: read-only
+    case 5:  // MLX5_IB_MMAP_CORE_CLOCK: read-only
         if (len != static_cast<size_t>(page) || (prot & PROT_WRITE)) {
             err = EPERM;
             return MAP_FAILED;
         }
         break;
-    default:
-        err = EINVAL;
-        return MAP_FAILED;
+    default: err = EINVAL; return MAP_FAILED;
     }
     // A UAR page: ordinary shared memory. Doorbells and BlueFlame copies
     // land here and are ignored: the model reads the doorbell records.
@@ -352,21 +349,21 @@ int dealloc_pd(Context& c, uint32_t handle) {
     return 0;
 }
 
-int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t iova, uint32_t access,
-           uint32_t& handle, uint32_t& lkey, uint32_t& rkey) {
+int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t iova, uint32_t access, uint32_t& handle,
+           uint32_t& lkey, uint32_t& rkey) {
     Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
     if (!pd)
         return -EINVAL;
     const uint32_t known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                           IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-                           IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING;
+        IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
+        IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING;
     if (access & ~known)
         return -EINVAL;
     // remote write/atomic need local write (IB spec, enforced by the core)
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
         return -EINVAL;
     if (access & IBV_ACCESS_ON_DEMAND)
-        return -EINVAL;   // no ODP in the model
+        return -EINVAL;  // no ODP in the model
     if (length == 0 || start + length < start)
         return -EINVAL;
     if (length > c.dev->cfg->max_mr_size)
@@ -516,11 +513,11 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
     if (a.drv_len < offsetof(mlx5_ib_create_cq, cqe_comp_en))
         return -EINVAL;
     if (a.comp_vector >= 1)
-        return -EINVAL;   // one completion vector
+        return -EINVAL;  // one completion vector
     if (a.drv.cqe_size != 64 && a.drv.cqe_size != 128)
         return -EINVAL;
     if (a.drv.cqe_comp_en)
-        return -EOPNOTSUPP;   // no CQE compression in the model
+        return -EOPNOTSUPP;  // no CQE compression in the model
     if (a.drv.flags & ~uint16_t(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
         return -EOPNOTSUPP;
     // (64-bit: max_cqe may be configured up to 2^32-1)
@@ -586,14 +583,13 @@ int destroy_cq(Context& c, uint32_t handle, ib_uverbs_destroy_cq_resp& r) {
 
 // --------------------------------------------------------------------- SRQ
 
-int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge,
-               uint32_t& srqn) {
+int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge, uint32_t& srqn) {
     const DevCfg& d = *c.dev->cfg;
     Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
     if (!pd)
         return -EINVAL;
     if (a.srq_type != 0)
-        return -EOPNOTSUPP;   // XRC / tag matching SRQs are not emulated
+        return -EOPNOTSUPP;  // XRC / tag matching SRQs are not emulated
     if (a.max_wr == 0 || a.max_wr > d.max_srq_wr || a.max_wr >= (1u << 30) || a.max_sge > d.max_srq_sge)
         return -EINVAL;
     if (a.drv_len < offsetof(mlx5_ib_create_srq, flags))
@@ -606,7 +602,7 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
     if (!app_range_ok(a.drv.buf_addr, uint64_t(cnt) * desc, false) || !app_range_ok(a.drv.db_addr, 4, true))
         return -EFAULT;
     if ((a.drv.buf_addr & 63) || (a.drv.db_addr & 3))
-        return -EINVAL;   // 64-byte page-offset quanta, as for CQs and QPs
+        return -EINVAL;  // 64-byte page-offset quanta, as for CQs and QPs
     auto s = std::make_unique<Srq>();
     s->srqn = (sim().slot << 16) | (sim().next_srq++ & 0xffff);
     s->pd = pd;
@@ -637,7 +633,7 @@ int modify_srq(Context& c, uint32_t handle, uint32_t mask, uint32_t max_wr, uint
     if (mask & ~uint32_t(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
         return -EINVAL;
     if (mask & IBV_SRQ_MAX_WR)
-        return -EINVAL;   // mlx5 cannot resize an SRQ
+        return -EINVAL;  // mlx5 cannot resize an SRQ
     if (mask & IBV_SRQ_LIMIT) {
         if (limit >= s->wqe_cnt)
             return -EINVAL;
@@ -689,7 +685,7 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
             return -EINVAL;
     }
     if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD)
-        return -EOPNOTSUPP;   // XRC, raw packet, DC are not emulated
+        return -EOPNOTSUPP;  // XRC, raw packet, DC are not emulated
     if (a.create_flags)
         return -EOPNOTSUPP;
     if (a.max_send_wr > d.max_qp_wr || a.max_recv_wr > d.max_qp_wr || a.max_send_sge > d.max_sge ||
@@ -699,7 +695,7 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         return -EINVAL;
     const mlx5_ib_create_qp& u = a.drv;
     const uint32_t known_flags = MLX5_QP_FLAG_SIGNATURE | MLX5_QP_FLAG_SCATTER_CQE | MLX5_QP_FLAG_BFREG_INDEX |
-                                 MLX5_QP_FLAG_ALLOW_SCATTER_CQE | MLX5_QP_FLAG_UAR_PAGE_INDEX;
+        MLX5_QP_FLAG_ALLOW_SCATTER_CQE | MLX5_QP_FLAG_UAR_PAGE_INDEX;
     if (u.flags & ~known_flags)
         return -EOPNOTSUPP;
     if (u.sq_wqe_count && !is_pow2(u.sq_wqe_count))
@@ -721,7 +717,7 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     if (!app_range_ok(u.buf_addr, rq_size + sq_size, false) || !app_range_ok(u.db_addr, 8, true))
         return -EFAULT;
     if ((u.db_addr & 3) || (u.buf_addr & 63))
-        return -EINVAL;   // (64-byte page-offset quanta, as for CQs)
+        return -EINVAL;  // (64-byte page-offset quanta, as for CQs)
     if ((u.flags & MLX5_QP_FLAG_BFREG_INDEX) && u.bfreg_index >= c.tot_bfregs)
         return -EINVAL;
     auto qp = std::make_unique<Qp>();
@@ -762,9 +758,9 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     Qp* raw = qp.get();
     handle = c.add(std::move(qp));
     sim().qps[raw->qpn] = raw;
-    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx%s", raw->qpn,
-                raw->qp_type, raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift,
-                (unsigned long long)raw->buf, (unsigned long long)u.db_addr, srq ? " srq" : "");
+    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx%s", raw->qpn, raw->qp_type,
+                raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift, (unsigned long long)raw->buf,
+                (unsigned long long)u.db_addr, srq ? " srq" : "");
     return 0;
 }
 
@@ -773,20 +769,19 @@ namespace {
 // ib_modify_qp_is_ok: required and optional attributes per transition.
 struct Trans {
     bool valid;
-    uint32_t req[3];   // RC, UC, UD
+    uint32_t req[3];  // RC, UC, UD
     uint32_t opt[3];
 };
 
 int tidx(uint8_t t) { return t == IBV_QPT_RC ? 0 : t == IBV_QPT_UC ? 1 : 2; }
 
 Trans transition(uint8_t cur, uint8_t next) {
-    constexpr uint32_t S = IBV_QP_STATE, CS = IBV_QP_CUR_STATE, AF = IBV_QP_ACCESS_FLAGS,
-                       PK = IBV_QP_PKEY_INDEX, PO = IBV_QP_PORT, QK = IBV_QP_QKEY, AV = IBV_QP_AV,
-                       MTU = IBV_QP_PATH_MTU, TO = IBV_QP_TIMEOUT, RC_ = IBV_QP_RETRY_CNT,
-                       RNR = IBV_QP_RNR_RETRY, RQP = IBV_QP_RQ_PSN, MRA = IBV_QP_MAX_QP_RD_ATOMIC,
-                       ALT = IBV_QP_ALT_PATH, MRT = IBV_QP_MIN_RNR_TIMER, SQP = IBV_QP_SQ_PSN,
-                       MDRA = IBV_QP_MAX_DEST_RD_ATOMIC, PMS = IBV_QP_PATH_MIG_STATE, DQ = IBV_QP_DEST_QPN,
-                       SQD_N = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+    constexpr uint32_t S = IBV_QP_STATE, CS = IBV_QP_CUR_STATE, AF = IBV_QP_ACCESS_FLAGS, PK = IBV_QP_PKEY_INDEX,
+                       PO = IBV_QP_PORT, QK = IBV_QP_QKEY, AV = IBV_QP_AV, MTU = IBV_QP_PATH_MTU, TO = IBV_QP_TIMEOUT,
+                       RC_ = IBV_QP_RETRY_CNT, RNR = IBV_QP_RNR_RETRY, RQP = IBV_QP_RQ_PSN,
+                       MRA = IBV_QP_MAX_QP_RD_ATOMIC, ALT = IBV_QP_ALT_PATH, MRT = IBV_QP_MIN_RNR_TIMER,
+                       SQP = IBV_QP_SQ_PSN, MDRA = IBV_QP_MAX_DEST_RD_ATOMIC, PMS = IBV_QP_PATH_MIG_STATE,
+                       DQ = IBV_QP_DEST_QPN, SQD_N = IBV_QP_EN_SQD_ASYNC_NOTIFY;
     (void)S;
     if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
         return {cur != IBV_QPS_RESET || next == IBV_QPS_RESET, {}, {}};
@@ -799,11 +794,15 @@ Trans transition(uint8_t cur, uint8_t next) {
         if (next == IBV_QPS_INIT)
             return {true, {}, {PK | PO | AF, PK | PO | AF, PK | PO | QK}};
         if (next == IBV_QPS_RTR)
-            return {true, {AV | MTU | DQ | RQP | MDRA | MRT, AV | MTU | DQ | RQP, 0}, {ALT | AF | PK, ALT | AF | PK, PK | QK}};
+            return {true,
+                    {AV | MTU | DQ | RQP | MDRA | MRT, AV | MTU | DQ | RQP, 0},
+                    {ALT | AF | PK, ALT | AF | PK, PK | QK}};
         break;
     case IBV_QPS_RTR:
         if (next == IBV_QPS_RTS)
-            return {true, {TO | RC_ | RNR | SQP | MRA, SQP, SQP}, {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
+            return {true,
+                    {TO | RC_ | RNR | SQP | MRA, SQP, SQP},
+                    {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
         break;
     case IBV_QPS_RTS:
         if (next == IBV_QPS_RTS)
@@ -815,8 +814,10 @@ Trans transition(uint8_t cur, uint8_t next) {
         if (next == IBV_QPS_RTS)
             return {true, {}, {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
         if (next == IBV_QPS_SQD)
-            return {true, {}, {PO | AV | TO | RC_ | RNR | MRA | MDRA | ALT | AF | PK | MRT | PMS,
-                               AV | ALT | AF | PK | PMS, PK | QK}};
+            return {
+                true,
+                {},
+                {PO | AV | TO | RC_ | RNR | MRA | MDRA | ALT | AF | PK | MRT | PMS, AV | ALT | AF | PK | PMS, PK | QK}};
         break;
     case IBV_QPS_SQE:
         if (next == IBV_QPS_RTS)
@@ -896,8 +897,9 @@ int modify_qp(Context& c, const ib_uverbs_modify_qp& m) {
         if (m.max_dest_rd_atomic > d.max_qp_rd_atom)
             return -EINVAL;
     if (mask & IBV_QP_ACCESS_FLAGS)
-        if (m.qp_access_flags & ~uint32_t(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                                          IBV_ACCESS_REMOTE_ATOMIC))
+        if (m.qp_access_flags &
+            ~uint32_t(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                      IBV_ACCESS_REMOTE_ATOMIC))
             return -EINVAL;
     if (mask & IBV_QP_AV) {
         ib_uverbs_ah_attr a{};
@@ -1035,7 +1037,7 @@ int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp
 }
 
 namespace {
-void mcast_unregister(const uint8_t gid[16], uint32_t qpn);   // below, with attach_mcast
+void mcast_unregister(const uint8_t gid[16], uint32_t qpn);  // below, with attach_mcast
 }  // namespace
 
 int destroy_qp(Context& c, uint32_t handle, uint32_t& events) {
@@ -1087,7 +1089,7 @@ bool mcast_register(const uint8_t gid[16], uint32_t qpn) {
 
 void mcast_unregister(const uint8_t gid[16], uint32_t qpn) {
     unlink(mcast_entry(gid, qpn).c_str());
-    rmdir(mcast_dir(gid).c_str());   // fails while others are attached
+    rmdir(mcast_dir(gid).c_str());  // fails while others are attached
 }
 
 }  // namespace
@@ -1139,7 +1141,7 @@ int detach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
     for (auto it = qp->mcast.begin(); it != qp->mcast.end(); ++it)
         if (it->mlid == mlid && !memcmp(it->gid, gid, 16)) {
             const uint8_t* g = it->gid;
-            bool others = false;   // the same GID under another MLID keeps the entry
+            bool others = false;  // the same GID under another MLID keeps the entry
             for (const Qp::McastGroup& o : qp->mcast)
                 if (&o != &*it && !memcmp(o.gid, g, 16))
                     others = true;
@@ -1153,8 +1155,8 @@ int detach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
 
 void destroy_context(Context& c) {
     // children first: QPs, then SRQs, AHs, MRs, CQs, PDs
-    static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mr, ObjType::Mw,
-                                    ObjType::Cq, ObjType::Pd};
+    static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mr,
+                                    ObjType::Mw, ObjType::Cq,  ObjType::Pd};
     for (ObjType t : order) {
         std::vector<uint32_t> hs;
         for (const auto& [h, o] : c.objects)
@@ -1165,11 +1167,20 @@ void destroy_context(Context& c) {
             ib_uverbs_destroy_cq_resp cr;
             switch (t) {
             case ObjType::Qp: destroy_qp(c, h, ev); break;
-            case ObjType::Srq: c.get<Srq>(h, t)->usecnt = 0; destroy_srq(c, h, ev); break;
+            case ObjType::Srq:
+                c.get<Srq>(h, t)->usecnt = 0;
+                destroy_srq(c, h, ev);
+                break;
             case ObjType::Ah: destroy_ah(c, h); break;
             case ObjType::Mr: dereg_mr(c, h); break;
-            case ObjType::Cq: c.get<Cq>(h, t)->usecnt = 0; destroy_cq(c, h, cr); break;
-            case ObjType::Pd: c.get<Pd>(h, t)->usecnt = 0; dealloc_pd(c, h); break;
+            case ObjType::Cq:
+                c.get<Cq>(h, t)->usecnt = 0;
+                destroy_cq(c, h, cr);
+                break;
+            case ObjType::Pd:
+                c.get<Pd>(h, t)->usecnt = 0;
+                dealloc_pd(c, h);
+                break;
             default: c.objects.erase(h); break;
             }
         }

@@ -6,7 +6,7 @@
 
 #include "sim.h"
 
-#include <infiniband/verbs.h>   // first: it defines RDMA_UAPI_PTR for the uapi headers
+#include <infiniband/verbs.h>  // first: it defines RDMA_UAPI_PTR for the uapi headers
 #include <rdma/ib_user_verbs.h>
 #include <rdma/mlx5-abi.h>
 
@@ -25,15 +25,15 @@ inline const std::vector<GidEntry>& port_gids(const PortCfg& p) { return p.gids;
 // driver_in/len: mlx5_ib_alloc_ucontext_req(_v2) bytes; fills resp (whole
 // struct; the caller copies what fits).
 int get_context(Context& c, const void* driver_in, size_t in_len, mlx5_ib_alloc_ucontext_resp& resp);
-int make_async_fd(Context& c);   // returns the application's fd or -errno
+int make_async_fd(Context& c);  // returns the application's fd or -errno
 
 // ---- simple objects
 int alloc_pd(Context& c, uint32_t& handle, uint32_t& pdn);
 int dealloc_pd(Context& c, uint32_t handle);
-int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t iova, uint32_t access,
-           uint32_t& handle, uint32_t& lkey, uint32_t& rkey);
+int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t iova, uint32_t access, uint32_t& handle,
+           uint32_t& lkey, uint32_t& rkey);
 int dereg_mr(Context& c, uint32_t handle);
-int create_comp_channel(Context& c);   // returns fd or -errno
+int create_comp_channel(Context& c);  // returns fd or -errno
 int create_ah(Context& c, uint32_t pd, uint64_t user_handle, const ib_uverbs_ah_attr& attr, uint32_t& handle,
               mlx5_ib_create_ah_resp* drv);
 int destroy_ah(Context& c, uint32_t handle);
@@ -43,7 +43,7 @@ struct CqArgs {
     uint64_t user_handle = 0;
     uint32_t cqe = 0;
     uint32_t comp_vector = 0;
-    int32_t comp_channel = -1;   // fd
+    int32_t comp_channel = -1;  // fd
     uint32_t flags = 0;
     mlx5_ib_create_cq drv{};
     size_t drv_len = 0;
@@ -55,7 +55,7 @@ int destroy_cq(Context& c, uint32_t handle, ib_uverbs_destroy_cq_resp& r);
 struct SrqArgs {
     uint64_t user_handle = 0;
     uint32_t pd = 0, max_wr = 0, max_sge = 0, limit = 0;
-    uint32_t srq_type = 0;   // IB_SRQT_BASIC only
+    uint32_t srq_type = 0;  // IB_SRQT_BASIC only
     mlx5_ib_create_srq drv{};
     size_t drv_len = 0;
 };

@@ -115,7 +115,7 @@ size_t wire_recv(Packet& p) {
         return 0;
     if (p.h.magic != kWireMagic || p.h.payload_len > kMaxPayload ||
         static_cast<size_t>(r) != sizeof p.h + p.h.payload_len)
-        return 0;   // not ours or damaged: dropped like a bad ICRC
+        return 0;  // not ours or damaged: dropped like a bad ICRC
     return static_cast<size_t>(r);
 }
 

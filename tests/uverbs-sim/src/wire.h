@@ -48,20 +48,20 @@ enum : uint8_t {
 // AETH syndromes (upper 3 bits: 0 ACK, 1 RNR NAK, 3 NAK)
 enum : uint8_t {
     AETH_ACK = 0x00,
-    AETH_RNR_NAK = 0x20,        // | timer
+    AETH_RNR_NAK = 0x20,  // | timer
     AETH_NAK_PSN_SEQ = 0x60,
     AETH_NAK_INV_REQ = 0x61,
     AETH_NAK_REM_ACCESS = 0x62,
     AETH_NAK_REM_OP = 0x63,
 };
 
-constexpr uint32_t kWireMagic = 0x55565357;   // "UVSW"
+constexpr uint32_t kWireMagic = 0x55565357;  // "UVSW"
 constexpr size_t kMaxPayload = 4096;
 
 struct WireHdr {
     uint32_t magic;
-    uint8_t opcode;        // BTH opcode incl. transport bits
-    uint8_t flags;         // kFlag*
+    uint8_t opcode;  // BTH opcode incl. transport bits
+    uint8_t flags;  // kFlag*
     uint16_t payload_len;
     uint32_t dest_qpn;
     uint32_t src_qpn;
@@ -69,17 +69,17 @@ struct WireHdr {
     uint16_t slid, dlid;
     uint8_t sgid[16], dgid[16];
     uint8_t sl;
-    uint8_t syndrome;      // AETH
+    uint8_t syndrome;  // AETH
     uint16_t pkey;
-    uint32_t msn;          // AETH
-    uint32_t imm;          // immediate data / invalidate rkey (network order, as in the WQE)
-    uint32_t qkey;         // DETH
-    uint64_t va;           // RETH / AtomicETH
+    uint32_t msn;  // AETH
+    uint32_t imm;  // immediate data / invalidate rkey (network order, as in the WQE)
+    uint32_t qkey;  // DETH
+    uint64_t va;  // RETH / AtomicETH
     uint32_t rkey;
     uint32_t dma_len;
-    uint64_t swap_add, compare;   // AtomicETH (host order)
-    uint64_t orig;         // AtomicAckETH
-    uint32_t flow_label;   // GRH (kFlagGrh)
+    uint64_t swap_add, compare;  // AtomicETH (host order)
+    uint64_t orig;  // AtomicAckETH
+    uint32_t flow_label;  // GRH (kFlagGrh)
     uint8_t tclass;
     uint8_t hop_limit;
     uint16_t reserved;
@@ -88,9 +88,9 @@ struct WireHdr {
 enum : uint8_t {
     kFlagSolicited = 1,
     kFlagGrh = 2,
-    kFlagAckReq = 4,       // BTH AckReq: the responder acknowledges this packet
-    kFlagRoceV2 = 8,       // RoCE v2: UDP/IP encapsulation (the GRH is an IPv4/IPv6 header)
-    kFlagMcast = 16,       // a copy of a multicast packet (dest_qpn: one member)
+    kFlagAckReq = 4,  // BTH AckReq: the responder acknowledges this packet
+    kFlagRoceV2 = 8,  // RoCE v2: UDP/IP encapsulation (the GRH is an IPv4/IPv6 header)
+    kFlagMcast = 16,  // a copy of a multicast packet (dest_qpn: one member)
 };
 
 struct Packet {

@@ -21,7 +21,7 @@ UVSIM_TEST_ENV("fuzz", uvsim_test::kTwoDevices)
 namespace {
 
 uvsim_test::Arena& arena() {
-    static auto* a = new uvsim_test::Arena(kArenaLen, kArenaAddr);   // lives until exit
+    static auto* a = new uvsim_test::Arena(kArenaLen, kArenaAddr);  // lives until exit
     return *a;
 }
 
@@ -93,7 +93,9 @@ void warm_up() {
 }
 
 uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-uint32_t get32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
+uint32_t get32(const uint8_t* p) {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
 
 }  // namespace
 

@@ -26,9 +26,9 @@ namespace uvsim_fuzz {
 
 constexpr uint64_t kArenaAddr = 0x2a5a00000000ull;
 constexpr size_t kArenaLen = 1u << 20;
-constexpr size_t kCmdOff = 0;           // commands are copied here
-constexpr size_t kCmdMax = 1u << 16;    // (a record's length is a u16)
-constexpr size_t kFreeOff = kCmdMax;    // the rest is for the input's use
+constexpr size_t kCmdOff = 0;  // commands are copied here
+constexpr size_t kCmdMax = 1u << 16;  // (a record's length is a u16)
+constexpr size_t kFreeOff = kCmdMax;  // the rest is for the input's use
 constexpr size_t kMaxRecords = 64;
 
 enum : uint8_t { kWrite = 0, kIoctl = 1, kPoke = 2, kIoctlOther = 3 };

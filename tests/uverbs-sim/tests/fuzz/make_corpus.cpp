@@ -20,14 +20,14 @@ namespace {
 
 constexpr uint64_t A(size_t off) { return kArenaAddr + off; }
 // arena layout of the seeds
-constexpr uint64_t kResp = A(kFreeOff);            // responses
-constexpr uint64_t kDb = A(kFreeOff + 0x1000);     // doorbell records, 64 bytes apart
-constexpr uint64_t kMr = A(kFreeOff + 0x10000);    // 64 KiB registered memory
+constexpr uint64_t kResp = A(kFreeOff);  // responses
+constexpr uint64_t kDb = A(kFreeOff + 0x1000);  // doorbell records, 64 bytes apart
+constexpr uint64_t kMr = A(kFreeOff + 0x10000);  // 64 KiB registered memory
 constexpr uint64_t kCqBuf = A(kFreeOff + 0x20000);
 constexpr uint64_t kCqBuf2 = A(kFreeOff + 0x28000);
 constexpr uint64_t kQpBuf = A(kFreeOff + 0x30000);
 constexpr uint64_t kSrqBuf = A(kFreeOff + 0x40000);
-constexpr uint64_t kIoBuf = A(kFreeOff + 0x50000);   // ioctl attribute buffers
+constexpr uint64_t kIoBuf = A(kFreeOff + 0x50000);  // ioctl attribute buffers
 
 struct Seed {
     Bytes b;
@@ -99,14 +99,14 @@ Seed rc_to_rts(uint8_t dev, uint8_t type) {
 Seed ex_path(uint8_t dev) {
     Seed s(dev);
     s.w(get_context(kResp)).w(ex_query_device(kResp)).w(alloc_pd(kResp));
-    s.w(ex_create_cq(kResp, 63, cq_drv(kCqBuf, kDb), IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN));   // handle 1
-    s.w(ex_create_cq(kResp, 31, cq_drv(kCqBuf2, kDb + 64, 128)));                            // handle 2
+    s.w(ex_create_cq(kResp, 63, cq_drv(kCqBuf, kDb), IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN));  // handle 1
+    s.w(ex_create_cq(kResp, 31, cq_drv(kCqBuf2, kDb + 64, 128)));  // handle 2
     QpSpec q;
     q.pd = 0;
     q.scq = 1;
     q.rcq = 2;
     q.type = IBV_QPT_UC;
-    s.w(ex_create_qp(kResp, q, qp_drv(kQpBuf, kDb + 128, 32, 8, 5)));   // handle 3
+    s.w(ex_create_qp(kResp, q, qp_drv(kQpBuf, kDb + 128, 32, 8, 5)));  // handle 3
     s.w(ex_modify_qp(kResp, to_init(3, IBV_QPT_UC)));
     s.w(ex_modify_qp(kResp, to_rtr(3, IBV_QPT_UC, 0x20304, 1)));
     s.w(ex_modify_qp(kResp, to_rts(3, IBV_QPT_UC)));
@@ -118,13 +118,15 @@ Seed ex_path(uint8_t dev) {
 Seed ud_ah(uint8_t dev) {
     Seed s(dev);
     const bool eth = dev & 1;
-    s.w(get_context(kResp)).w(alloc_pd(kResp)).w(create_cq(kResp, 7, cq_drv(kCqBuf, kDb)));   // pd 0, cq 1
+    s.w(get_context(kResp)).w(alloc_pd(kResp)).w(create_cq(kResp, 7, cq_drv(kCqBuf, kDb)));  // pd 0, cq 1
     QpSpec q;
     q.pd = 0;
     q.scq = q.rcq = 1;
     q.type = IBV_QPT_UD;
-    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 64, 8, 8, 6)));   // qp 2
-    s.w(modify_qp(to_init(2, IBV_QPT_UD))).w(modify_qp(to_rtr(2, IBV_QPT_UD, 0, 0))).w(modify_qp(to_rts(2, IBV_QPT_UD)));
+    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 64, 8, 8, 6)));  // qp 2
+    s.w(modify_qp(to_init(2, IBV_QPT_UD)))
+        .w(modify_qp(to_rtr(2, IBV_QPT_UD, 0, 0)))
+        .w(modify_qp(to_rts(2, IBV_QPT_UD)));
     ib_uverbs_ah_attr a{};
     a.port_num = 1;
     a.dlid = eth ? 0 : 1;
@@ -133,14 +135,14 @@ Seed ud_ah(uint8_t dev) {
     a.grh.dgid[1] = 0x80;
     a.grh.hop_limit = 64;
     s.w(create_ah(kResp, 0, a)).w(destroy_ah(3)).w(create_ah(kResp, 0, a));
-    s.w(dealloc_pd(0));   // busy: the QP and the AH
+    s.w(dealloc_pd(0));  // busy: the QP and the AH
     return s;
 }
 
 Seed srq(uint8_t dev) {
     Seed s(dev);
-    s.w(get_context(kResp)).w(alloc_pd(kResp)).w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb)));   // pd 0, cq 1
-    s.w(create_srq(kResp, 0, 63, 2, kSrqBuf, kDb + 64, 4));                                   // srq 2
+    s.w(get_context(kResp)).w(alloc_pd(kResp)).w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb)));  // pd 0, cq 1
+    s.w(create_srq(kResp, 0, 63, 2, kSrqBuf, kDb + 64, 4));  // srq 2
     s.w(modify_srq(2, IBV_SRQ_LIMIT, 0, 8)).w(query_srq(kResp, 2));
     QpSpec q;
     q.pd = 0;
@@ -148,24 +150,24 @@ Seed srq(uint8_t dev) {
     q.srq = 2;
     q.has_srq = true;
     q.recv_wr = 0;
-    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 128, 16, 0)));   // qp 3
-    s.w(destroy_srq(kResp, 2));   // busy
+    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 128, 16, 0)));  // qp 3
+    s.w(destroy_srq(kResp, 2));  // busy
     s.w(destroy_qp(kResp, 3)).w(destroy_srq(kResp, 2)).w(destroy_cq(kResp, 1)).w(dealloc_pd(0));
     return s;
 }
 
 Seed errors(uint8_t dev) {
     Seed s(dev);
-    s.w(alloc_pd(kResp));                              // before GET_CONTEXT
-    s.w(get_context(kResp, 8));                        // v1 request
-    s.w(get_context(kResp));                           // a second context
+    s.w(alloc_pd(kResp));  // before GET_CONTEXT
+    s.w(get_context(kResp, 8));  // v1 request
+    s.w(get_context(kResp));  // a second context
     s.w(create_comp_channel(kResp));
-    s.w(alloc_pd(kResp)).w(reg_mr(kResp, 0, kMr, 0x1000, IBV_ACCESS_REMOTE_WRITE));   // needs LOCAL_WRITE
-    s.w(reg_mr(kResp, 0, A(kArenaLen - 0x1000), 0x2000, 0));                           // past the arena
-    s.w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb, 32)));                                 // bad cqe_size
+    s.w(alloc_pd(kResp)).w(reg_mr(kResp, 0, kMr, 0x1000, IBV_ACCESS_REMOTE_WRITE));  // needs LOCAL_WRITE
+    s.w(reg_mr(kResp, 0, A(kArenaLen - 0x1000), 0x2000, 0));  // past the arena
+    s.w(create_cq(kResp, 15, cq_drv(kCqBuf, kDb, 32)));  // bad cqe_size
     s.w(dealloc_pd(0)).w(dealloc_pd(0));
     Bytes bad = alloc_pd(kResp);
-    bad[4] ^= 1;   // in_words off by one
+    bad[4] ^= 1;  // in_words off by one
     s.w(bad);
     return s;
 }
@@ -197,53 +199,55 @@ Seed ioctls(uint8_t dev) {
     s.rec(kPoke, poke(req, &r, sizeof r));
     Bytes b = ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_GET_CONTEXT,
                         {ptr(UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, 4, out),
-                         ptr(UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, 8, out + 8),
-                         ptr(UVERBS_ATTR_UHW_IN, sizeof r, req),
+                         ptr(UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, 8, out + 8), ptr(UVERBS_ATTR_UHW_IN, sizeof r, req),
                          ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_alloc_ucontext_resp), out + 0x10)});
     s.rec(kIoctl, b);
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC,
-                            {attr(UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, 0, 0, 0)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC,
+                    {attr(UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, 0, 0, 0)}));
     // INVOKE_WRITE (its parsing; under the fuzzer's arena the write it
     // stages fails with EFAULT), then ALLOC_PD by write
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE,
-                            {in8(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD), in8(UVERBS_ATTR_CORE_IN, 0),
-                             ptr(UVERBS_ATTR_CORE_OUT, 4, out + 0x200), ptr(UVERBS_ATTR_UHW_OUT, 8, out + 0x208)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE,
+                    {in8(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD), in8(UVERBS_ATTR_CORE_IN, 0),
+                     ptr(UVERBS_ATTR_CORE_OUT, 4, out + 0x200), ptr(UVERBS_ATTR_UHW_OUT, 8, out + 0x208)}));
     s.w(alloc_pd(kResp));
     const mlx5_ib_create_cq cd = cq_drv(kCqBuf, kDb);
     s.rec(kPoke, poke(cqdrv, &cd, sizeof cd));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE,
-                            {attr(UVERBS_ATTR_CREATE_CQ_HANDLE, 0, 0, 0), in4(UVERBS_ATTR_CREATE_CQ_CQE, 15),
-                             in8(UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 0x77), in4(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0),
-                             ptr(UVERBS_ATTR_CREATE_CQ_RESP_CQE, 4, out + 0x300),
-                             ptr(UVERBS_ATTR_UHW_IN, sizeof cd, cqdrv),
-                             ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_create_cq_resp), out + 0x308)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE,
+                    {attr(UVERBS_ATTR_CREATE_CQ_HANDLE, 0, 0, 0), in4(UVERBS_ATTR_CREATE_CQ_CQE, 15),
+                     in8(UVERBS_ATTR_CREATE_CQ_USER_HANDLE, 0x77), in4(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, 0),
+                     ptr(UVERBS_ATTR_CREATE_CQ_RESP_CQE, 4, out + 0x300), ptr(UVERBS_ATTR_UHW_IN, sizeof cd, cqdrv),
+                     ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_create_cq_resp), out + 0x308)}));
     const mlx5_ib_create_qp qd = qp_drv(kQpBuf, kDb + 64, 16, 16, 6);
     s.rec(kPoke, poke(qpdrv, &qd, sizeof qd));
     const ib_uverbs_qp_cap c{16, 16, 1, 1, 0};
     s.rec(kPoke, poke(cap, &c, sizeof c));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE,
-                            {attr(UVERBS_ATTR_CREATE_QP_HANDLE, 0, 0, 0), attr(UVERBS_ATTR_CREATE_QP_PD_HANDLE, 0, 0, 0),
-                             attr(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, 0, 1, 0),
-                             attr(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, 0, 1, 0),
-                             in8(UVERBS_ATTR_CREATE_QP_USER_HANDLE, 7), ptr(UVERBS_ATTR_CREATE_QP_CAP, sizeof c, cap),
-                             in8(UVERBS_ATTR_CREATE_QP_TYPE, IB_UVERBS_QPT_RC),
-                             ptr(UVERBS_ATTR_CREATE_QP_RESP_CAP, sizeof c, out + 0x400),
-                             ptr(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, 4, out + 0x420),
-                             ptr(UVERBS_ATTR_UHW_IN, sizeof qd, qpdrv),
-                             ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_create_qp_resp), out + 0x440)}));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT,
-                            {in8(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1),
-                             ptr(UVERBS_ATTR_QUERY_PORT_RESP, sizeof(ib_uverbs_query_port_resp_ex), out + 0x500)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE,
+                    {attr(UVERBS_ATTR_CREATE_QP_HANDLE, 0, 0, 0), attr(UVERBS_ATTR_CREATE_QP_PD_HANDLE, 0, 0, 0),
+                     attr(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, 0, 1, 0),
+                     attr(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, 0, 1, 0), in8(UVERBS_ATTR_CREATE_QP_USER_HANDLE, 7),
+                     ptr(UVERBS_ATTR_CREATE_QP_CAP, sizeof c, cap), in8(UVERBS_ATTR_CREATE_QP_TYPE, IB_UVERBS_QPT_RC),
+                     ptr(UVERBS_ATTR_CREATE_QP_RESP_CAP, sizeof c, out + 0x400),
+                     ptr(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, 4, out + 0x420), ptr(UVERBS_ATTR_UHW_IN, sizeof qd, qpdrv),
+                     ptr(UVERBS_ATTR_UHW_OUT, sizeof(mlx5_ib_create_qp_resp), out + 0x440)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT,
+                    {in8(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1),
+                     ptr(UVERBS_ATTR_QUERY_PORT_RESP, sizeof(ib_uverbs_query_port_resp_ex), out + 0x500)}));
     const bool eth = dev & 1;
     s.w(modify_qp(to_init(2, IBV_QPT_RC))).w(modify_qp(to_rtr(2, IBV_QPT_RC, 0x10203, eth ? 0 : 1, eth)));
     s.w(modify_qp(to_rts(2, IBV_QPT_RC)));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY,
-                            {attr(UVERBS_ATTR_DESTROY_QP_HANDLE, 0, 2, 0),
-                             ptr(UVERBS_ATTR_DESTROY_QP_RESP, 4, out + 0x600)}));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY,
-                            {attr(UVERBS_ATTR_DESTROY_CQ_HANDLE, 0, 1, 0),
-                             ptr(UVERBS_ATTR_DESTROY_CQ_RESP, 8, out + 0x608)}));
-    s.rec(kIoctl, ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0, 0)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY,
+                    {attr(UVERBS_ATTR_DESTROY_QP_HANDLE, 0, 2, 0), ptr(UVERBS_ATTR_DESTROY_QP_RESP, 4, out + 0x600)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY,
+                    {attr(UVERBS_ATTR_DESTROY_CQ_HANDLE, 0, 1, 0), ptr(UVERBS_ATTR_DESTROY_CQ_RESP, 8, out + 0x608)}));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, {attr(UVERBS_ATTR_DESTROY_PD_HANDLE, 0, 0, 0)}));
     // an unknown object and a request that is not RDMA_VERBS_IOCTL
     s.rec(kIoctl, ioctl_cmd(0x77, 0, {}));
     Bytes other;

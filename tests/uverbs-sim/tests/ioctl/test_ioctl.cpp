@@ -30,20 +30,17 @@ namespace {
 
 // Device 0: InfiniBand, one port. Device 1: Ethernet (RoCE), one port with
 // an IPv4 address (GIDs: link-local v1/v2, IPv4-mapped v1/v2).
-const char* kConfig =
-    "device mlx5_0\n"
-    "ports 1\n"
-    "port 1 lid 0x11\n"
-    "device mlx5_1\n"
-    "ports 1\n"
-    "link_layer eth\n"
-    "port 1 mac 02:aa:bb:cc:dd:ee ipv4 10.1.2.3\n";
+const char* kConfig = "device mlx5_0\n"
+                      "ports 1\n"
+                      "port 1 lid 0x11\n"
+                      "device mlx5_1\n"
+                      "ports 1\n"
+                      "link_layer eth\n"
+                      "port 1 mac 02:aa:bb:cc:dd:ee ipv4 10.1.2.3\n";
 
 std::string g_dir;
 
-int rm_one(const char* p, const struct stat*, int flag, struct FTW*) {
-    return flag == FTW_DP ? rmdir(p) : unlink(p);
-}
+int rm_one(const char* p, const struct stat*, int flag, struct FTW*) { return flag == FTW_DP ? rmdir(p) : unlink(p); }
 
 // A private simulated host, set before the core first reads its config.
 __attribute__((constructor(101))) void setup_host() {
@@ -338,7 +335,7 @@ TEST_F(Ioctl, UnknownAttributeIgnoredUnlessMandatory) {
         r.cnst(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
         r.out(UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof *resp);
         r.u32(0x99, 5);
-        r.u32(UVERBS_UDATA_DRIVER_DATA_FLAG | 0x33, 5);   // driver namespace too
+        r.u32(UVERBS_UDATA_DRIVER_DATA_FLAG | 0x33, 5);  // driver namespace too
         EXPECT_EQ(r.run(f), 0);
     }
     {
@@ -375,19 +372,19 @@ TEST_F(Ioctl, AttributeSizeAndReservedBits) {
     File f(0);
     open_ctx(f);
     auto* resp = ar.alloc<ib_uverbs_query_port_resp_ex>(64);
-    {   // a constant is exactly 8 bytes
+    {  // a constant is exactly 8 bytes
         Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
         r.u32(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
         r.out(UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof(ib_uverbs_query_port_resp_ex));
         EXPECT_EQ(r.run(f), -EINVAL);
     }
-    {   // an output struct shorter than its minimum
+    {  // an output struct shorter than its minimum
         Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
         r.cnst(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
         r.out(UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof(ib_uverbs_query_port_resp));
         EXPECT_EQ(r.run(f), -EINVAL);
     }
-    {   // longer is fine, the tail is zeroed
+    {  // longer is fine, the tail is zeroed
         memset(resp, 0xff, 64);
         Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
         r.cnst(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
@@ -397,13 +394,13 @@ TEST_F(Ioctl, AttributeSizeAndReservedBits) {
         for (size_t i = sizeof(ib_uverbs_query_port_resp_ex); i < 64; ++i)
             EXPECT_EQ(b[i], 0) << i;
     }
-    {   // attr_data.reserved of a pointer attribute
+    {  // attr_data.reserved of a pointer attribute
         Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
         r.cnst(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1).attr_data.reserved = 1;
         r.out(UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof(ib_uverbs_query_port_resp_ex));
         EXPECT_EQ(r.run(f), -EINVAL);
     }
-    {   // a constant above its type (port is a u8)
+    {  // a constant above its type (port is a u8)
         Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
         r.cnst(UVERBS_ATTR_QUERY_PORT_PORT_NUM, 0x101);
         r.out(UVERBS_ATTR_QUERY_PORT_RESP, resp, sizeof(ib_uverbs_query_port_resp_ex));
@@ -481,10 +478,10 @@ TEST_F(Ioctl, StructInputTailMustBeZero) {
     ib_uverbs_qp_cap c{16, 16, 1, 1, 0};
     memcpy(cap, &c, sizeof c);
     EXPECT_EQ(attempt(cap, sizeof c), 0);
-    EXPECT_EQ(attempt(cap, 32), 0);                // longer, zero tail
+    EXPECT_EQ(attempt(cap, 32), 0);  // longer, zero tail
     cap[30] = 1;
-    EXPECT_EQ(attempt(cap, 32), -EOPNOTSUPP);      // longer, non-zero tail
-    EXPECT_EQ(attempt(cap, 16), -EINVAL);          // shorter than the struct
+    EXPECT_EQ(attempt(cap, 32), -EOPNOTSUPP);  // longer, non-zero tail
+    EXPECT_EQ(attempt(cap, 16), -EINVAL);  // shorter than the struct
 }
 
 TEST_F(Ioctl, IdrHandles) {
@@ -500,14 +497,14 @@ TEST_F(Ioctl, IdrHandles) {
         a.attr_data.reserved = reserved;
         return r.run(f);
     };
-    EXPECT_EQ(destroy_pd(999), -ENOENT);            // no such handle
+    EXPECT_EQ(destroy_pd(999), -ENOENT);  // no such handle
     EXPECT_EQ(destroy_pd(int64_t(1) << 40), -ENOENT);
-    EXPECT_EQ(destroy_pd(-1), -EINVAL);             // negative id
-    EXPECT_EQ(destroy_pd(cq.handle), -EINVAL);      // a CQ handle, not a PD
-    EXPECT_EQ(destroy_pd(pd, 4), -EINVAL);          // IDR attributes carry no length
-    EXPECT_EQ(destroy_pd(pd, 0, 1), -EINVAL);       // reserved bits
+    EXPECT_EQ(destroy_pd(-1), -EINVAL);  // negative id
+    EXPECT_EQ(destroy_pd(cq.handle), -EINVAL);  // a CQ handle, not a PD
+    EXPECT_EQ(destroy_pd(pd, 4), -EINVAL);  // IDR attributes carry no length
+    EXPECT_EQ(destroy_pd(pd, 0, 1), -EINVAL);  // reserved bits
     EXPECT_EQ(destroy_pd(pd), 0);
-    EXPECT_EQ(destroy_pd(pd), -ENOENT);             // already gone
+    EXPECT_EQ(destroy_pd(pd), -ENOENT);  // already gone
 }
 
 TEST_F(Ioctl, FdAttributes) {
@@ -522,9 +519,9 @@ TEST_F(Ioctl, FdAttributes) {
     ASSERT_GE(ch, 0);
     CqOut ok = make_cq(f, 15, ch);
     EXPECT_EQ(ok.r, 0);
-    EXPECT_EQ(make_cq(f, 15, f.fd).r, -EBADF);      // not a channel
+    EXPECT_EQ(make_cq(f, 15, f.fd).r, -EBADF);  // not a channel
     EXPECT_EQ(make_cq(f, 15, 100000).r, -EBADF);
-    {   // fd numbers must fit an int
+    {  // fd numbers must fit an int
         auto* rc = ar.alloc<uint32_t>(4);
         Req r(ar, UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE);
         r.obj(UVERBS_ATTR_CREATE_CQ_HANDLE, 0);
@@ -635,15 +632,15 @@ TEST_F(Ioctl, InfoHandles) {
     EXPECT_EQ(*total, 2u);
     EXPECT_EQ(list[0], pd1);
     EXPECT_EQ(list[1], pd2);
-    ASSERT_EQ(query(UVERBS_OBJECT_PD, 4), 0);   // room for one
+    ASSERT_EQ(query(UVERBS_OBJECT_PD, 4), 0);  // room for one
     EXPECT_EQ(*total, 1u);
     ASSERT_EQ(query(UVERBS_OBJECT_CQ, 64), 0);
     EXPECT_EQ(*total, 1u);
     ASSERT_EQ(query(UVERBS_OBJECT_QP, 64), 0);
     EXPECT_EQ(*total, 0u);
-    EXPECT_EQ(query(UVERBS_OBJECT_PD, 0), -EINVAL);   // no list
-    EXPECT_EQ(query(UVERBS_OBJECT_PD, 6), -EINVAL);   // not whole u32s
-    EXPECT_EQ(query(0x66, 64), -ENOMSG);              // no such object type
+    EXPECT_EQ(query(UVERBS_OBJECT_PD, 0), -EINVAL);  // no list
+    EXPECT_EQ(query(UVERBS_OBJECT_PD, 6), -EINVAL);  // not whole u32s
+    EXPECT_EQ(query(0x66, 64), -ENOMSG);  // no such object type
 }
 
 TEST_F(Ioctl, GidTableAndEntryOnInfiniBand) {
@@ -675,9 +672,9 @@ TEST_F(Ioctl, GidTableAndEntryOnInfiniBand) {
     auto* e = ar.alloc<ib_uverbs_gid_entry>(sizeof(ib_uverbs_gid_entry));
     EXPECT_EQ(entry(1, 0, e), 0);
     EXPECT_EQ(0, memcmp(e, &es[0], sizeof *e));
-    EXPECT_EQ(entry(1, 1, e), -ENODATA);    // an empty slot
-    EXPECT_EQ(entry(1, 128, e), -EINVAL);   // past the table (128 on IB)
-    EXPECT_EQ(entry(2, 0, e), -EINVAL);     // no such port
+    EXPECT_EQ(entry(1, 1, e), -ENODATA);  // an empty slot
+    EXPECT_EQ(entry(1, 128, e), -EINVAL);  // past the table (128 on IB)
+    EXPECT_EQ(entry(2, 0, e), -EINVAL);  // no such port
     EXPECT_EQ(entry(1, 0, e, 1), -EINVAL);  // no flags are defined
 }
 
@@ -699,7 +696,7 @@ TEST_F(Ioctl, GidTableOnRoce) {
     EXPECT_EQ(es[1].gid_type, uint32_t(IB_UVERBS_GID_TYPE_ROCE_V2));
     EXPECT_EQ(es[2].gid_type, uint32_t(IB_UVERBS_GID_TYPE_ROCE_V1));
     EXPECT_EQ(es[3].gid_type, uint32_t(IB_UVERBS_GID_TYPE_ROCE_V2));
-    EXPECT_EQ(es[0].gid[0] & 0xffff, 0x80feu);   // fe80:: link-local
+    EXPECT_EQ(es[0].gid[0] & 0xffff, 0x80feu);  // fe80:: link-local
     const uint8_t* g4 = reinterpret_cast<const uint8_t*>(es[2].gid);
     EXPECT_EQ(g4[10], 0xff);
     EXPECT_EQ(g4[12], 10);
@@ -727,7 +724,7 @@ TEST_F(Ioctl, InvokeWrite) {
     auto* core_in = ar.alloc<ib_uverbs_alloc_pd>(sizeof(ib_uverbs_alloc_pd));
     auto* core_out = ar.alloc<ib_uverbs_alloc_pd_resp>(sizeof(ib_uverbs_alloc_pd_resp));
     auto* drv_out = ar.alloc<mlx5_ib_alloc_pd_resp>(sizeof(mlx5_ib_alloc_pd_resp));
-    core_in->response = 0xdead0000;   // ignored: the answer goes to CORE_OUT
+    core_in->response = 0xdead0000;  // ignored: the answer goes to CORE_OUT
     Req r(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
     r.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_PD);
     r.in(UVERBS_ATTR_CORE_IN, core_in, sizeof *core_in);
@@ -809,7 +806,7 @@ TEST_F(Ioctl, CqCreateDestroy) {
     open_ctx(f);
     CqOut cq = make_cq(f, 10);
     ASSERT_EQ(cq.r, 0);
-    EXPECT_EQ(cq.cqe, 15u);   // entries rounded up to a power of two, minus one
+    EXPECT_EQ(cq.cqe, 15u);  // entries rounded up to a power of two, minus one
     Cq* c = f.c->get<Cq>(cq.handle, ObjType::Cq);
     ASSERT_NE(c, nullptr);
     EXPECT_EQ(c->cqn, cq.cqn);
@@ -829,7 +826,7 @@ TEST_F(Ioctl, CqCreateDestroy) {
         auto& fl = r.u32(UVERBS_ATTR_CREATE_CQ_FLAGS, 1u << 30);
         r.out(UVERBS_ATTR_CREATE_CQ_RESP_CQE, rc, 4);
         r.in(UVERBS_ATTR_UHW_IN, drv, sizeof *drv);
-        EXPECT_EQ(r.run(f), -EINVAL);   // an unknown flag
+        EXPECT_EQ(r.run(f), -EINVAL);  // an unknown flag
         fl.data = IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
         EXPECT_EQ(r.run(f), 0);
         EXPECT_EQ(destroy_cq_ioctl(f, static_cast<uint32_t>(h.data)), 0);
@@ -845,7 +842,7 @@ TEST_F(Ioctl, DestroyReportsEventCountsLikeWrite) {
     CqOut cq = make_cq(f);
     ASSERT_EQ(cq.r, 0);
     Cq* c = f.c->get<Cq>(cq.handle, ObjType::Cq);
-    c->comp_events = 3;    // as if delivered and read
+    c->comp_events = 3;  // as if delivered and read
     c->async_events = 2;
     ib_uverbs_destroy_cq_resp r{};
     ASSERT_EQ(destroy_cq_ioctl(f, cq.handle, &r), 0);
@@ -1009,14 +1006,14 @@ TEST_F(Ioctl, FatalDeviceAllowsOnlyDestroy) {
 TEST_F(Ioctl, RandomRequestsAnswerWithErrnos) {
     std::mt19937_64 rng(0x5eed);
     auto pick = [&](std::initializer_list<uint64_t> v) { return *(v.begin() + rng() % v.size()); };
-    static const std::pair<uint16_t, uint16_t> kMethods[] = {
-        {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {0x10, 0}, {3, 0},
-        {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {1, 0}, {1, 0x1000}, {7, 1}, {6, 0}};
+    static const std::pair<uint16_t, uint16_t> kMethods[] = {{0, 0}, {0, 1},    {0, 2}, {0, 3},      {0, 4}, {0, 5},
+                                                             {0, 6}, {0x10, 0}, {3, 0}, {3, 1},      {4, 0}, {4, 1},
+                                                             {5, 0}, {5, 1},    {1, 0}, {1, 0x1000}, {7, 1}, {6, 0}};
     File f(0);
     open_ctx(f);
     make_pd(f);
     ASSERT_EQ(make_cq(f).r, 0);
-    const size_t keep = ar.used;   // requests reuse the arena above this
+    const size_t keep = ar.used;  // requests reuse the arena above this
     std::map<int, int> seen;
     for (int it = 0; it < 20000; ++it) {
         ar.used = keep;
@@ -1043,7 +1040,7 @@ TEST_F(Ioctl, RandomRequestsAnswerWithErrnos) {
         if (rng() % 50 == 0)
             r.hdr->reserved1 = rng();
         int e = r.run(f);
-        if (rng() % 40 == 0) {   // a length that disagrees with num_attrs
+        if (rng() % 40 == 0) {  // a length that disagrees with num_attrs
             r.hdr->length = static_cast<uint16_t>(rng());
             e = f.ioctl(RDMA_VERBS_IOCTL, r.hdr);
         }

@@ -1,6 +1,9 @@
 # Sourced by the reference tests (bash). Debian's own programs run over the
 # emulator with Debian's libibverbs + libmlx5; nothing of the project's
-# libibverbs is on the library path.
+# libibverbs is on the library path. With UVSIM_STACK=ours the same
+# programs run on the project's libibverbs and mlx5 provider instead
+# (UVSIM_OURS_LIB, build/lib), and need() checks that no library of
+# Debian's RDMA stack gets loaded.
 #
 # The test's environment (set by CMakeLists.txt):
 #   UVSIM_RUN    build/bin/uverbs-sim-run
@@ -23,6 +26,14 @@ BIN=${UVSIM_REF_BIN:-/usr/bin}
 # Debian's stack only: no build/lib, no other preloads.
 unset LD_LIBRARY_PATH LD_PRELOAD RDMAV_DRIVERS IBV_CONFIG_DIR
 unset UVERBS_SIM_CONFIG UVERBS_SIM_TRACE UVERBS_SIM_DEVICES UVERBS_SIM_LINK UVERBS_SIM_FAULTS UVERBS_SIM_DIR
+
+STACK=${UVSIM_STACK:-debian}
+OURS_LIB=${UVSIM_OURS_LIB:-}
+case $STACK in
+debian) ;;
+ours) [ -d "$OURS_LIB" ] || { echo "FAIL: UVSIM_STACK=ours needs UVSIM_OURS_LIB (build/lib)"; exit 1; } ;;
+*) echo "FAIL: UVSIM_STACK is debian or ours, not '$STACK'"; exit 1 ;;
+esac
 
 W=$UVSIM_WORK
 # Two ctest runs in one build tree (several people at work) would start the
@@ -55,13 +66,21 @@ need() {
 		echo "SKIP: Debian's libmlx5 provider (ibverbs-providers) is not installed"
 		exit 77
 	fi
-	# Debian's libibverbs, not the project's (say, via ld.so.conf)
 	local lib
-	lib=$(ldd "$BIN/$1" 2>/dev/null | awk '$1 == "libibverbs.so.1" { print $3 }')
-	case $lib in
-	/usr/lib/* | /lib/*) ;;
-	*) echo "FAIL: $BIN/$1 would load libibverbs from '$lib', not Debian's"; exit 1 ;;
-	esac
+	if [ "$STACK" = ours ]; then
+		lib=$(LD_LIBRARY_PATH=$OURS_LIB ldd "$BIN/$1" 2>/dev/null | awk '$1 == "libibverbs.so.1" { print $3 }')
+		case $lib in
+		"$OURS_LIB"/*) ;;
+		*) echo "FAIL: $BIN/$1 would load libibverbs from '$lib', not $OURS_LIB"; exit 1 ;;
+		esac
+	else
+		# Debian's libibverbs, not the project's (say, via ld.so.conf)
+		lib=$(ldd "$BIN/$1" 2>/dev/null | awk '$1 == "libibverbs.so.1" { print $3 }')
+		case $lib in
+		/usr/lib/* | /lib/*) ;;
+		*) echo "FAIL: $BIN/$1 would load libibverbs from '$lib', not Debian's"; exit 1 ;;
+		esac
+	fi
 	if [ ! -x "$UVSIM_RUN" ]; then
 		echo "FAIL: $UVSIM_RUN missing"
 		exit 1
@@ -89,9 +108,30 @@ sim() {
 	[ -n "$CONFIG" ] && cfg=(--config "$CONFIG")
 	echo "$*" >"$W/$tag.cmd"
 	SHOW+=("$tag")
-	timeout -k 5 "$LIMIT" "$UVSIM_RUN" "${cfg[@]}" --dir "$W/host" --trace "$W/$tag.trace" \
+	local libs=()
+	[ "$STACK" = ours ] && libs=(env "LD_LIBRARY_PATH=$OURS_LIB")
+	timeout -k 5 "$LIMIT" "${libs[@]}" "$UVSIM_RUN" "${cfg[@]}" --dir "$W/host" --trace "$W/$tag.trace" \
 		"$BIN/$@" >"$W/$tag.out" 2>"$W/$tag.err"
 	RC=$?
+	[ "$STACK" = ours ] && [ "$RC" -eq 0 ] && [ -z "${STACK_CHECKED:-}" ] && stack_check "$@"
+	return 0
+}
+
+# stack_check PROG ARGS...: run once more with the dynamic loader naming
+# every object it maps; on our stack none may be Debian's libibverbs or one
+# of its provider plugins.
+stack_check() {
+	STACK_CHECKED=1
+	local cfg=()
+	[ -n "$CONFIG" ] && cfg=(--config "$CONFIG")
+	timeout -k 5 "$LIMIT" env "LD_LIBRARY_PATH=$OURS_LIB" LD_DEBUG=libs "$UVSIM_RUN" "${cfg[@]}" \
+		--dir "$W/host" "$BIN/$@" >/dev/null 2>"$W/stack.err"
+	local foreign
+	foreign=$(sed -n 's/.*calling init: //p' "$W/stack.err" | grep -E 'libibverbs\.so|libmlx5|-rdmav[0-9]+\.so' |
+		sort -u | grep -v "^$OURS_LIB/" || true)
+	grep -q "calling init: $OURS_LIB/libmlx5" "$W/stack.err" ||
+		fail "stack check: $1 did not load $OURS_LIB's mlx5 provider"
+	[ -z "$foreign" ] || fail "stack check: $1 loaded $(echo $foreign) besides $OURS_LIB"
 }
 
 # listening PORT: true when something listens on TCP PORT (IPv4 or IPv6).

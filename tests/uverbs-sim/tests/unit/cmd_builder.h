@@ -31,8 +31,8 @@ inline void append(Bytes& b, const void* p, size_t n) {
 // core: the core struct's bytes (core_len); resp/resp_len: where the
 // response goes and how many bytes (core + driver) it may take; a core
 // with a response gets `resp` in its first 8 bytes.
-inline Bytes legacy_cmd(uint32_t op, const void* core, size_t core_len, bool has_resp, uint64_t resp,
-                        size_t resp_len, const void* drv = nullptr, size_t drv_len = 0) {
+inline Bytes legacy_cmd(uint32_t op, const void* core, size_t core_len, bool has_resp, uint64_t resp, size_t resp_len,
+                        const void* drv = nullptr, size_t drv_len = 0) {
     Bytes b;
     ib_uverbs_cmd_hdr h{};
     h.command = op;
@@ -60,8 +60,8 @@ Bytes legacy_noresp(uint32_t op, const Core& core, const void* drv = nullptr, si
 }
 
 // Extended: lengths must be multiples of 8.
-inline Bytes ex_cmd(uint32_t op, const void* core, size_t core_len, uint64_t resp, size_t resp_len,
-                    const void* drv, size_t drv_len, size_t drv_resp_len) {
+inline Bytes ex_cmd(uint32_t op, const void* core, size_t core_len, uint64_t resp, size_t resp_len, const void* drv,
+                    size_t drv_len, size_t drv_resp_len) {
     Bytes b;
     ib_uverbs_cmd_hdr h{};
     h.command = IB_USER_VERBS_CMD_FLAG_EXTENDED | op;
@@ -81,8 +81,8 @@ inline Bytes ex_cmd(uint32_t op, const void* core, size_t core_len, uint64_t res
 
 // ---- the commands of a typical mlx5 program, with their driver data
 
-inline Bytes get_context(uint64_t resp, size_t req_len = sizeof(mlx5_ib_alloc_ucontext_req_v2),
-                         uint32_t flags = 0, uint32_t bfregs = 4) {
+inline Bytes get_context(uint64_t resp, size_t req_len = sizeof(mlx5_ib_alloc_ucontext_req_v2), uint32_t flags = 0,
+                         uint32_t bfregs = 4) {
     ib_uverbs_get_context q{};
     uint8_t drv[64] = {};
     mlx5_ib_alloc_ucontext_req_v2 r{};
@@ -106,8 +106,7 @@ inline Bytes dealloc_pd(uint32_t h) {
     return legacy_noresp(IB_USER_VERBS_CMD_DEALLOC_PD, q);
 }
 
-inline Bytes reg_mr(uint64_t resp, uint32_t pd, uint64_t start, uint64_t len, uint32_t access,
-                    uint64_t iova = ~0ull) {
+inline Bytes reg_mr(uint64_t resp, uint32_t pd, uint64_t start, uint64_t len, uint32_t access, uint64_t iova = ~0ull) {
     ib_uverbs_reg_mr q{};
     q.start = start;
     q.length = len;
@@ -152,8 +151,8 @@ inline Bytes ex_create_cq(uint64_t resp, uint32_t cqe, const mlx5_ib_create_cq& 
     q.cqe = cqe;
     q.comp_channel = -1;
     q.flags = flags;
-    return ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_CQ, &q, sizeof q, resp, sizeof(ib_uverbs_ex_create_cq_resp), &d,
-                  sizeof d, sizeof(mlx5_ib_create_cq_resp));
+    return ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_CQ, &q, sizeof q, resp, sizeof(ib_uverbs_ex_create_cq_resp), &d, sizeof d,
+                  sizeof(mlx5_ib_create_cq_resp));
 }
 
 inline Bytes destroy_cq(uint64_t resp, uint32_t h) {
@@ -220,8 +219,8 @@ inline Bytes modify_qp(const ib_uverbs_modify_qp& m) { return legacy_noresp(IB_U
 inline Bytes ex_modify_qp(uint64_t resp, const ib_uverbs_modify_qp& m) {
     ib_uverbs_ex_modify_qp q{};
     q.base = m;
-    return ex_cmd(IB_USER_VERBS_EX_CMD_MODIFY_QP, &q, sizeof q, resp, sizeof(ib_uverbs_ex_modify_qp_resp), nullptr,
-                  0, 0);
+    return ex_cmd(IB_USER_VERBS_EX_CMD_MODIFY_QP, &q, sizeof q, resp, sizeof(ib_uverbs_ex_modify_qp_resp), nullptr, 0,
+                  0);
 }
 
 inline Bytes query_qp(uint64_t resp, uint32_t h, uint32_t mask = 0xffffffff) {

@@ -17,7 +17,7 @@ namespace uvsim_test {
 namespace {
 
 std::string& dir_storage() {
-    static std::string* d = new std::string;   // used from an atexit handler
+    static std::string* d = new std::string;  // used from an atexit handler
     return *d;
 }
 
@@ -98,7 +98,7 @@ Arena::Arena(size_t len, uint64_t fixed) : len_(len) {
     if (fixed)
         p = mmap(reinterpret_cast<void*>(fixed), len, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p != MAP_FAILED && reinterpret_cast<uint64_t>(p) != fixed) {   // kernel without NOREPLACE: a hint
+    if (p != MAP_FAILED && reinterpret_cast<uint64_t>(p) != fixed) {  // kernel without NOREPLACE: a hint
         munmap(p, len);
         p = MAP_FAILED;
     }
@@ -148,7 +148,7 @@ File::~File() {
         if (ctx_->async)
             async_fd = ctx_->async->app_fd;
     }
-    uvsim::uverbs_close(fd_);   // destroys the context, as close() does
+    uvsim::uverbs_close(fd_);  // destroys the context, as close() does
     close(fd_);
     if (async_fd >= 0)
         close(async_fd);

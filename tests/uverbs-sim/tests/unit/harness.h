@@ -13,16 +13,15 @@ namespace uvsim_test {
 // The configuration most tests use: an InfiniBand device with two ports
 // (port 2 with a chosen LID) and an Ethernet (RoCE) device with two ports
 // (port 1 with a chosen MAC and IPv4 address).
-inline constexpr const char* kTwoDevices =
-    "# uvsim tests\n"
-    "device mlx5_0\n"
-    "ports 2\n"
-    "part_id 4123\n"
-    "port 2 lid 0x20\n"
-    "device mlx5_1\n"
-    "ports 2\n"
-    "link_layer eth\n"
-    "port 1 mac 02:11:22:33:44:55 ipv4 192.168.7.9\n";
+inline constexpr const char* kTwoDevices = "# uvsim tests\n"
+                                           "device mlx5_0\n"
+                                           "ports 2\n"
+                                           "part_id 4123\n"
+                                           "port 2 lid 0x20\n"
+                                           "device mlx5_1\n"
+                                           "ports 2\n"
+                                           "link_layer eth\n"
+                                           "port 1 mac 02:11:22:33:44:55 ipv4 192.168.7.9\n";
 
 // Gives this program its own run directory ($TMPDIR/uvsim-<tag>-<pid>.XXXXXX,
 // removed at exit; those of dead processes are removed here) and, when
@@ -35,10 +34,8 @@ void setup_env(const char* tag, const char* config_text);
 const std::string& run_dir();
 
 // Defines a constructor that runs before the core's static initializers.
-#define UVSIM_TEST_ENV(tag, config_text)                                     \
-    __attribute__((constructor(101))) static void uvsim_test_env_ctor() { \
-        ::uvsim_test::setup_env(tag, config_text);                        \
-    }
+#define UVSIM_TEST_ENV(tag, config_text) \
+    __attribute__((constructor(101))) static void uvsim_test_env_ctor() { ::uvsim_test::setup_env(tag, config_text); }
 
 // Page-aligned memory that becomes the only application memory the core
 // may touch (set_app_arena). At a fixed address when `fixed` is given and

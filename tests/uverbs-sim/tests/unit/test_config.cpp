@@ -36,27 +36,26 @@ TEST(Config, EmptyTextAndComments) {
 }
 
 TEST(Config, DevicesPortsAndKeys) {
-    Config c = parse_ok(
-        "device mlx5_0   # the first\n"
-        "ports 2\n"
-        "part_id 4129\n"
-        "vendor_id 0x2c9\n"
-        "hw_ver 0\n"
-        "max_qp 1024\n"
-        "max_cqe 0xffff\n"
-        "max_inline 256\n"
-        "node_guid 0x0002c90300001234\n"
-        "sys_image_guid 0x0002c90300005678\n"
-        "fw_ver 20.40.1000\n"
-        "board_id MT_0000000222\n"
-        "pci 0000:3B:00.1\n"
-        "atomics off\n"
-        "lid 7\n"
-        "port 2 lid 0x30 lmc 2 sm_lid 3 state init mtu 2048 width 8 speed 64\n"
-        "port 1 port_guid 0x1111 gid_prefix 0xfe80000000000001\n"
-        "\tdevice\tmlx5_1\n"
-        "link_layer eth\n"
-        "port 1 mac 0a:0B:0c:0d:0e:0f ipv4 10.1.2.3 netdev eth7\n");
+    Config c = parse_ok("device mlx5_0   # the first\n"
+                        "ports 2\n"
+                        "part_id 4129\n"
+                        "vendor_id 0x2c9\n"
+                        "hw_ver 0\n"
+                        "max_qp 1024\n"
+                        "max_cqe 0xffff\n"
+                        "max_inline 256\n"
+                        "node_guid 0x0002c90300001234\n"
+                        "sys_image_guid 0x0002c90300005678\n"
+                        "fw_ver 20.40.1000\n"
+                        "board_id MT_0000000222\n"
+                        "pci 0000:3B:00.1\n"
+                        "atomics off\n"
+                        "lid 7\n"
+                        "port 2 lid 0x30 lmc 2 sm_lid 3 state init mtu 2048 width 8 speed 64\n"
+                        "port 1 port_guid 0x1111 gid_prefix 0xfe80000000000001\n"
+                        "\tdevice\tmlx5_1\n"
+                        "link_layer eth\n"
+                        "port 1 mac 0a:0B:0c:0d:0e:0f ipv4 10.1.2.3 netdev eth7\n");
     ASSERT_EQ(c.devices.size(), 2u);
     const DevCfg& d = c.devices[0];
     EXPECT_EQ(d.name, "mlx5_0");
@@ -81,7 +80,7 @@ TEST(Config, DevicesPortsAndKeys) {
     EXPECT_EQ(d.ports[1].lmc, 2);
     EXPECT_EQ(d.ports[1].sm_lid, 3);
     EXPECT_EQ(d.ports[1].state, 2);
-    EXPECT_EQ(d.ports[1].active_mtu, 4);   // IBV_MTU_2048
+    EXPECT_EQ(d.ports[1].active_mtu, 4);  // IBV_MTU_2048
     EXPECT_EQ(d.ports[1].width, 8);
     EXPECT_EQ(d.ports[1].speed, 64);
     const DevCfg& e = c.devices[1];
@@ -117,12 +116,11 @@ TEST(Config, PortStatesAndMtus) {
 }
 
 TEST(Config, FaultsRunDirTraceIdlePoll) {
-    Config c = parse_ok(
-        "fault cqe_error_at 5 syndrome 0x13\n"
-        "fault fatal_after_ms 250 drop_every 3\n"
-        "run_dir /tmp/somewhere\n"
-        "trace -\n"
-        "idle_poll_us 20\n");
+    Config c = parse_ok("fault cqe_error_at 5 syndrome 0x13\n"
+                        "fault fatal_after_ms 250 drop_every 3\n"
+                        "run_dir /tmp/somewhere\n"
+                        "trace -\n"
+                        "idle_poll_us 20\n");
     EXPECT_EQ(c.faults.cqe_error_at, 5u);
     EXPECT_EQ(c.faults.cqe_error_syndrome, 0x13);
     EXPECT_EQ(c.faults.fatal_after_ms, 250u);
@@ -228,7 +226,7 @@ TEST(Config, FinishFillsDefaults) {
     EXPECT_EQ(d.node_guid, 0xb8cef60300a0b000ull);
     EXPECT_EQ(d.sys_image_guid, d.node_guid);
     EXPECT_EQ(d.pci_addr, "0000:08:00.0");
-    EXPECT_EQ(d.part_id, 4119u);   // ConnectX-5
+    EXPECT_EQ(d.part_id, 4119u);  // ConnectX-5
     EXPECT_EQ(d.ports[0].lid, 1);
     EXPECT_EQ(d.ports[0].sm_lid, 1);
     EXPECT_EQ(d.ports[0].port_guid, d.node_guid);
@@ -237,12 +235,12 @@ TEST(Config, FinishFillsDefaults) {
 }
 
 TEST(Config, FinishNumbersDevicesAndPorts) {
-    Config c = parse_ok(
-        "device mlx5_0\nports 2\nport 2 lmc 1\n"
-        "device mlx5_1\nports 2\nlink_layer eth\nport 2 mac 02:00:00:00:00:09 ipv4 1.2.3.4 netdev ens9\n"
-        "device mlx5_2\nport 1 lid 0x40\n"
-        "device mlx5_3\n"
-        "run_dir /r\n");
+    Config c =
+        parse_ok("device mlx5_0\nports 2\nport 2 lmc 1\n"
+                 "device mlx5_1\nports 2\nlink_layer eth\nport 2 mac 02:00:00:00:00:09 ipv4 1.2.3.4 netdev ens9\n"
+                 "device mlx5_2\nport 1 lid 0x40\n"
+                 "device mlx5_3\n"
+                 "run_dir /r\n");
     finish_config(c);
     ASSERT_EQ(c.devices.size(), 4u);
     const DevCfg &a = c.devices[0], &b = c.devices[1], &x = c.devices[2], &y = c.devices[3];

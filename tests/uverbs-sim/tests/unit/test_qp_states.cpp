@@ -81,10 +81,10 @@ uint32_t required(uint8_t type, uint8_t from, uint8_t to) {
 
 TEST_P(QpStates, EveryValidTransition) {
     // (target, with the attributes of the usual step or the state alone)
-    const std::pair<uint8_t, bool> walk[] = {
-        {IBV_QPS_INIT, true},   {IBV_QPS_INIT, false}, {IBV_QPS_RTR, true},   {IBV_QPS_RTS, true},
-        {IBV_QPS_RTS, false},   {IBV_QPS_SQD, false},  {IBV_QPS_SQD, false},  {IBV_QPS_RTS, false},
-        {IBV_QPS_ERR, false},   {IBV_QPS_RESET, false}, {IBV_QPS_INIT, true}, {IBV_QPS_RESET, false}};
+    const std::pair<uint8_t, bool> walk[] = {{IBV_QPS_INIT, true},   {IBV_QPS_INIT, false}, {IBV_QPS_RTR, true},
+                                             {IBV_QPS_RTS, true},    {IBV_QPS_RTS, false},  {IBV_QPS_SQD, false},
+                                             {IBV_QPS_SQD, false},   {IBV_QPS_RTS, false},  {IBV_QPS_ERR, false},
+                                             {IBV_QPS_RESET, false}, {IBV_QPS_INIT, true},  {IBV_QPS_RESET, false}};
     uint8_t cur = IBV_QPS_RESET;
     for (auto [to, with_attrs] : walk) {
         ASSERT_EQ(modify(with_attrs ? step(to) : to_state(qp_, to)), 0) << int(cur) << " -> " << int(to);
@@ -102,9 +102,9 @@ TEST_P(QpStates, ErrorFromEveryStateButReset) {
         EXPECT_EQ(state(), IBV_QPS_ERR);
     }
     ASSERT_EQ(modify(to_state(qp_, IBV_QPS_RESET)), 0);
-    EXPECT_EQ(modify(to_state(qp_, IBV_QPS_ERR)), -EINVAL);   // RESET -> ERR is not a transition
+    EXPECT_EQ(modify(to_state(qp_, IBV_QPS_ERR)), -EINVAL);  // RESET -> ERR is not a transition
     EXPECT_EQ(state(), IBV_QPS_RESET);
-    EXPECT_EQ(modify(to_state(qp_, IBV_QPS_RESET)), 0);       // RESET -> RESET is
+    EXPECT_EQ(modify(to_state(qp_, IBV_QPS_RESET)), 0);  // RESET -> RESET is
 }
 
 TEST_P(QpStates, RequiredAttributes) {
@@ -167,8 +167,8 @@ TEST_P(QpStates, InvalidTransitions) {
         walk_to(from);
         ASSERT_EQ(state(), from);
         // with everything the target state could want
-        ib_uverbs_modify_qp m = to == IBV_QPS_INIT || to == IBV_QPS_RTR || to == IBV_QPS_RTS ? step(to)
-                                                                                              : to_state(qp_, to);
+        ib_uverbs_modify_qp m =
+            to == IBV_QPS_INIT || to == IBV_QPS_RTR || to == IBV_QPS_RTS ? step(to) : to_state(qp_, to);
         EXPECT_EQ(modify(m), -EINVAL) << int(from) << " -> " << int(to);
         EXPECT_EQ(state(), from);
     }
@@ -208,7 +208,7 @@ TEST_P(QpStates, ValueChecks) {
     EXPECT_EQ(state(), IBV_QPS_RESET);
     ASSERT_EQ(init_with([](auto& m) { m.port_num = 2; }), 0);
     if (type() == IBV_QPT_UD)
-        return;   // the rest are connected-QP attributes
+        return;  // the rest are connected-QP attributes
     auto rtr_with = [&](auto change) {
         ib_uverbs_modify_qp m = step(IBV_QPS_RTR);
         change(m);
@@ -274,7 +274,7 @@ TEST_P(QpStates, QueryShowsWhatWasSet) {
 TEST_P(QpStates, PsnsAreTwentyFourBits) {
     walk_to(IBV_QPS_INIT);
     ib_uverbs_modify_qp m = step(IBV_QPS_RTR);
-    m.rq_psn = 0xff123456;   // (UD: not in the mask, ignored)
+    m.rq_psn = 0xff123456;  // (UD: not in the mask, ignored)
     ASSERT_EQ(modify(m), 0);
     m = step(IBV_QPS_RTS);
     m.sq_psn = 0xab654321;
@@ -319,7 +319,7 @@ TEST_F(QpRoce, PathNeedsAGrh) {
     ASSERT_EQ(modify(to_init(q, IBV_QPT_RC)), 0);
     EXPECT_EQ(modify(to_rtr(q, IBV_QPT_RC, 0x42, 0, false)), -EINVAL);
     ib_uverbs_modify_qp m = to_rtr(q, IBV_QPT_RC, 0x42, 0, true);
-    m.dest.sgid_index = 4;   // four GIDs on this port
+    m.dest.sgid_index = 4;  // four GIDs on this port
     EXPECT_EQ(modify(m), -EINVAL);
     m.dest.sgid_index = 3;
     EXPECT_EQ(modify(m), 0);
@@ -333,7 +333,7 @@ TEST_F(QpRoce, PathNeedsAGrh) {
 
 TEST_P(QpStates, AlternatePathIsChecked) {
     if (type() == IBV_QPT_UD)
-        return;   // no alternate path on UD
+        return;  // no alternate path on UD
     walk_to(IBV_QPS_RTR);
     auto rts_with = [&](auto change) {
         ib_uverbs_modify_qp m = step(IBV_QPS_RTS);

@@ -88,10 +88,10 @@ TEST(Sysfs, ModaliasMatchesTheMlx5Provider) {
     std::string m0 = read_app(kVerbs + "/uverbs0/device/modalias");
     ASSERT_FALSE(m0.empty());
     m0.pop_back();
-    EXPECT_EQ(fnmatch("pci:v000015B3d0000101Bsv*sd*bc*sc*i*", m0.c_str(), 0), 0) << m0;   // part_id 4123
+    EXPECT_EQ(fnmatch("pci:v000015B3d0000101Bsv*sd*bc*sc*i*", m0.c_str(), 0), 0) << m0;  // part_id 4123
     std::string m1 = read_app(kVerbs + "/uverbs1/device/modalias");
     m1.pop_back();
-    EXPECT_EQ(fnmatch("pci:v000015B3d00001017sv*sd*bc*sc*i*", m1.c_str(), 0), 0) << m1;   // ConnectX-5 default
+    EXPECT_EQ(fnmatch("pci:v000015B3d00001017sv*sd*bc*sc*i*", m1.c_str(), 0), 0) << m1;  // ConnectX-5 default
     EXPECT_EQ(read_app(kVerbs + "/uverbs0/device/vendor"), "0x15b3\n");
     EXPECT_EQ(read_app(kVerbs + "/uverbs0/device/device"), "0x101b\n");
 }
@@ -160,14 +160,15 @@ TEST(Sysfs, MapPath) {
     const std::string& root = tree_root();
     EXPECT_EQ(map_path("/sys/class/infiniband"), root + "/sys/class/infiniband");
     EXPECT_EQ(map_path("/sys/class/infiniband/"), root + "/sys/class/infiniband/");
-    EXPECT_EQ(map_path("/sys/class/infiniband_verbs/uverbs0/ibdev"), root + "/sys/class/infiniband_verbs/uverbs0/ibdev");
+    EXPECT_EQ(map_path("/sys/class/infiniband_verbs/uverbs0/ibdev"),
+              root + "/sys/class/infiniband_verbs/uverbs0/ibdev");
     EXPECT_EQ(map_path("/dev/infiniband/uverbs0"), root + "/dev/infiniband/uverbs0");
     EXPECT_EQ(map_path("/dev/infiniband"), root + "/dev/infiniband");
     // not ours: other classes, look-alike prefixes, relative paths, nothing
-    for (const char* p : {"/sys/class/infinibandX", "/sys/class/infiniband_mad/umad0", "/sys/class/infiniband_verbsX",
-                          "/sys/class/net/eth0", "/dev/infinibandX", "/dev/null", "sys/class/infiniband",
-                          "dev/infiniband/uverbs0", "./dev/infiniband/uverbs0", "", "/", "/sys/class/infini",
-                          "//sys/class/infiniband"})
+    for (const char* p :
+         {"/sys/class/infinibandX", "/sys/class/infiniband_mad/umad0", "/sys/class/infiniband_verbsX",
+          "/sys/class/net/eth0", "/dev/infinibandX", "/dev/null", "sys/class/infiniband", "dev/infiniband/uverbs0",
+          "./dev/infiniband/uverbs0", "", "/", "/sys/class/infini", "//sys/class/infiniband"})
         EXPECT_EQ(map_path(p), "") << p;
     EXPECT_EQ(map_path(nullptr), "");
 }
@@ -177,13 +178,13 @@ TEST(Sysfs, UverbsIndexForPath) {
     EXPECT_EQ(uverbs_index_for_path("/dev/infiniband/uverbs1"), 1);
     // the mapped path of a node names it too
     EXPECT_EQ(uverbs_index_for_path((tree_root() + "/dev/infiniband/uverbs1").c_str()), 1);
-    for (const char* p : {"/dev/infiniband/uverbs2", "/dev/infiniband/uverbs99", "/dev/infiniband/uverbs0x",
-                          "/dev/infiniband/uverbs", "/dev/infiniband/uverbs-1", "/dev/infiniband/uverbs+1",
-                          "/dev/infiniband/uverbs 0", "/dev/infiniband/uverbs00x", "/dev/infiniband/uverbs00",
-                          "/dev/infiniband/uverbs01", "/dev/infiniband/uverbs-0", "/dev/infiniband/umad0",
-                          "/dev/infiniband/rdma_cm", "/dev/infiniband/uverbs99999999999999999999",
-                          "dev/infiniband/uverbs0", "/sys/class/infiniband", "/sys/class/infinibandX",
-                          "/dev/infiniband/uverbs0/", ""})
+    for (const char* p :
+         {"/dev/infiniband/uverbs2", "/dev/infiniband/uverbs99", "/dev/infiniband/uverbs0x", "/dev/infiniband/uverbs",
+          "/dev/infiniband/uverbs-1", "/dev/infiniband/uverbs+1", "/dev/infiniband/uverbs 0",
+          "/dev/infiniband/uverbs00x", "/dev/infiniband/uverbs00", "/dev/infiniband/uverbs01",
+          "/dev/infiniband/uverbs-0", "/dev/infiniband/umad0", "/dev/infiniband/rdma_cm",
+          "/dev/infiniband/uverbs99999999999999999999", "dev/infiniband/uverbs0", "/sys/class/infiniband",
+          "/sys/class/infinibandX", "/dev/infiniband/uverbs0/", ""})
         EXPECT_EQ(uverbs_index_for_path(p), -1) << p;
     EXPECT_EQ(uverbs_index_for_path(nullptr), -1);
     EXPECT_EQ(uverbs_index_for_path((tree_root() + "/dev/infiniband/uverbs7").c_str()), -1);

@@ -51,7 +51,7 @@ TEST_F(Write, InWordsMustMatchTheLength) {
     reinterpret_cast<ib_uverbs_cmd_hdr*>(less.data())->in_words -= 1;
     EXPECT_EQ(run(less), -EINVAL);
     Bytes odd = b;
-    odd.push_back(0);   // 4-byte words only
+    odd.push_back(0);  // 4-byte words only
     EXPECT_EQ(run(odd), -EINVAL);
     EXPECT_EQ(run(b), static_cast<ssize_t>(b.size()));
 }
@@ -165,7 +165,7 @@ TEST_F(Write, ResponseOutsideTheArena) {
     memset(outside, 0xa5, sizeof outside);
     EXPECT_EQ(run(alloc_pd(reinterpret_cast<uint64_t>(outside))), -EFAULT);
     EXPECT_EQ(run(query_device(reinterpret_cast<uint64_t>(outside))), -EFAULT);
-    EXPECT_EQ(run(alloc_pd(A(kArenaLen - 4))), -EFAULT);   // straddles the end
+    EXPECT_EQ(run(alloc_pd(A(kArenaLen - 4))), -EFAULT);  // straddles the end
     EXPECT_EQ(run(alloc_pd(0)), -EFAULT);
     for (uint8_t c : outside)
         ASSERT_EQ(c, 0xa5) << "the emulator wrote outside the arena";
@@ -221,17 +221,17 @@ TEST_F(Write, GetContextRequestSizes) {
 }
 
 TEST_F(Write, GetContextErrors) {
-    EXPECT_EQ(run(get_context(A(kResp), 4)), -EINVAL);   // not even v1
+    EXPECT_EQ(run(get_context(A(kResp), 4)), -EINVAL);  // not even v1
     EXPECT_EQ(run(get_context(A(kResp), 0)), -EINVAL);
     EXPECT_EQ(run(get_context(A(kResp), 32, MLX5_IB_ALLOC_UCTX_DEVX)), -EOPNOTSUPP);
-    EXPECT_EQ(run(get_context(A(kResp), 32, 1u << 7)), -EINVAL);   // unknown flag
-    EXPECT_EQ(run(get_context(A(kResp), 32, 0, 2000)), -ENOMEM);   // too many bfregs
+    EXPECT_EQ(run(get_context(A(kResp), 32, 1u << 7)), -EINVAL);  // unknown flag
+    EXPECT_EQ(run(get_context(A(kResp), 32, 0, 2000)), -ENOMEM);  // too many bfregs
     Bytes b = get_context(A(kResp), 40);
-    b.back() = 1;   // a non-zero byte the emulator does not know
+    b.back() = 1;  // a non-zero byte the emulator does not know
     EXPECT_EQ(run(b), -EOPNOTSUPP);
     b = get_context(A(kResp), 32);
     reinterpret_cast<mlx5_ib_alloc_ucontext_req_v2*>(b.data() + 8 + sizeof(ib_uverbs_get_context))
-        ->num_low_latency_bfregs = 4;   // all of them
+        ->num_low_latency_bfregs = 4;  // all of them
     EXPECT_EQ(run(b), -EINVAL);
     b = get_context(A(kResp), 32);
     reinterpret_cast<mlx5_ib_alloc_ucontext_req_v2*>(b.data() + 8 + sizeof(ib_uverbs_get_context))->comp_mask = 1;
@@ -239,11 +239,11 @@ TEST_F(Write, GetContextErrors) {
     // none of these made a context
     EXPECT_EQ(run(alloc_pd(A(kResp))), -EINVAL);
     context();
-    EXPECT_EQ(run(get_context(A(kResp))), -EINVAL);   // one per file
+    EXPECT_EQ(run(get_context(A(kResp))), -EINVAL);  // one per file
 }
 
 TEST_F(Write, GetContextResponseFaultLeavesNothing) {
-    context();   // the process's wire socket and model thread exist from here on
+    context();  // the process's wire socket and model thread exist from here on
     file_ = std::make_unique<File>(0);
     const int fds = open_fds();
     EXPECT_EQ(run(get_context(A(kArenaLen - 4))), -EFAULT);
@@ -264,9 +264,9 @@ TEST_F(Write, CompChannelResponseFaultLeavesNothing) {
 TEST_F(Write, GetContextCoreResponseOnly) {
     ib_uverbs_get_context q{};
     uint8_t drv[32] = {};
-    ASSERT_GT(run(legacy(IB_USER_VERBS_CMD_GET_CONTEXT, q, A(kResp), sizeof(ib_uverbs_get_context_resp), drv,
-                         sizeof drv)),
-              0);
+    ASSERT_GT(
+        run(legacy(IB_USER_VERBS_CMD_GET_CONTEXT, q, A(kResp), sizeof(ib_uverbs_get_context_resp), drv, sizeof drv)),
+        0);
     EXPECT_EQ(resp<ib_uverbs_get_context_resp>().num_comp_vectors, 1u);
     EXPECT_EQ(*P(kResp + sizeof(ib_uverbs_get_context_resp)), 0) << "wrote past the response";
 }
@@ -316,9 +316,9 @@ TEST_F(Write, PdLifeCycle) {
     EXPECT_NE(d.pdn, 0u);
     EXPECT_EQ(pd(), 1u);
     ok(dealloc_pd(0));
-    EXPECT_EQ(run(dealloc_pd(0)), -EINVAL);   // already gone
-    EXPECT_EQ(run(dealloc_pd(7)), -EINVAL);   // never was
-    EXPECT_EQ(pd(), 0u);                       // lowest free handle again
+    EXPECT_EQ(run(dealloc_pd(0)), -EINVAL);  // already gone
+    EXPECT_EQ(run(dealloc_pd(7)), -EINVAL);  // never was
+    EXPECT_EQ(pd(), 0u);  // lowest free handle again
 }
 
 TEST_F(Write, RegMr) {
@@ -357,9 +357,9 @@ TEST_F(Write, RegMrChecks) {
     // memory the application does not have
     EXPECT_EQ(run(reg_mr(A(kResp), p, A(kArenaLen - 0x1000), 0x2000, 0)), -EFAULT);
     uint8_t local[64];
-    EXPECT_EQ(run(reg_mr(A(kResp), p, reinterpret_cast<uint64_t>(local), sizeof local, 0,
-                         reinterpret_cast<uint64_t>(local))),
-              -EFAULT);
+    EXPECT_EQ(
+        run(reg_mr(A(kResp), p, reinterpret_cast<uint64_t>(local), sizeof local, 0, reinterpret_cast<uint64_t>(local))),
+        -EFAULT);
     // a response it cannot write: no MR stays behind
     EXPECT_EQ(run(reg_mr(A(kArenaLen), p, A(m), 0x1000, 0)), -EFAULT);
     std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
@@ -391,11 +391,11 @@ TEST_F(Write, CreateCqChecks) {
     context();
     const uint64_t b = A(buf(64 * 1024)), d = A(db());
     EXPECT_EQ(run(create_cq(A(kResp), 0, cq_drv(b, d))), -EINVAL);
-    EXPECT_EQ(run(create_cq(A(kResp), (1u << 22), cq_drv(b, d))), -EINVAL);   // > max_cqe
-    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 32))), -EINVAL);       // cqe_size
+    EXPECT_EQ(run(create_cq(A(kResp), (1u << 22), cq_drv(b, d))), -EINVAL);  // > max_cqe
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 32))), -EINVAL);  // cqe_size
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 0))), -EINVAL);
-    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d + 4))), -EINVAL);       // unaligned record
-    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b + 8, d))), -EINVAL);       // ring not in 64-byte quanta
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d + 4))), -EINVAL);  // unaligned record
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b + 8, d))), -EINVAL);  // ring not in 64-byte quanta
     auto comp = cq_drv(b, d);
     comp.cqe_comp_en = 1;
     EXPECT_EQ(run(create_cq(A(kResp), 15, comp)), -EOPNOTSUPP);
@@ -413,7 +413,7 @@ TEST_F(Write, CreateCqChecks) {
     q.comp_channel = -1;
     auto drv = cq_drv(b, d);
     EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_CQ, q, A(kResp), 32, &drv, sizeof drv)), -EINVAL);
-    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d), 0)), -EINVAL);     // fd 0 is no channel
+    EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d), 0)), -EINVAL);  // fd 0 is no channel
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d), 9999)), -EINVAL);
     // without the mlx5 driver data
     q.comp_vector = 0;
@@ -423,8 +423,7 @@ TEST_F(Write, CreateCqChecks) {
     xq.cqe = 15;
     xq.comp_channel = -1;
     xq.comp_mask = 1;
-    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_CQ, &xq, sizeof xq, A(kResp), 32, &drv, sizeof drv, 8)),
-              -EINVAL);
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_CQ, &xq, sizeof xq, A(kResp), 32, &drv, sizeof drv, 8)), -EINVAL);
     EXPECT_EQ(run(ex_create_cq(A(kResp), 15, drv, 1u << 5)), -EINVAL);
     std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
     EXPECT_TRUE(uvsim::sim().cqs.empty());
@@ -534,7 +533,7 @@ TEST_F(Write, CreateQpChecks) {
     EXPECT_EQ(bad(s, qp_drv(b, A(kArenaLen - 4), 16, 16)), -EFAULT);
     EXPECT_EQ(bad(s, qp_drv(0, d, 16, 16)), -EFAULT);
     EXPECT_EQ(bad(s, qp_drv(b, d + 2, 16, 16)), -EINVAL);
-    EXPECT_EQ(bad(s, qp_drv(b + 32, d, 16, 16)), -EINVAL);   // ring not in 64-byte quanta
+    EXPECT_EQ(bad(s, qp_drv(b + 32, d, 16, 16)), -EINVAL);  // ring not in 64-byte quanta
     // mlx5 flags: unknown ones, a bfreg index past the context's
     auto f = qp_drv(b, d, 16, 16);
     f.flags = 1u << 20;
@@ -566,8 +565,7 @@ TEST_F(Write, CreateQpChecks) {
     uint8_t drv[(sizeof(mlx5_ib_create_qp) + 7) / 8 * 8] = {};
     auto good = qp_drv(b, d, 16, 16);
     memcpy(drv, &good, sizeof good);
-    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_QP, &x, sizeof x, A(kResp), 32, drv, sizeof drv, 8)),
-              -EOPNOTSUPP);
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_QP, &x, sizeof x, A(kResp), 32, drv, sizeof drv, 8)), -EOPNOTSUPP);
     // one QP was made (the bfreg one)
     std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
     EXPECT_EQ(uvsim::sim().qps.size(), 1u);
@@ -601,7 +599,7 @@ TEST_F(Write, SrqLifeCycle) {
     ok(create_srq(A(kResp), p, 63, 2, A(buf(0x10000)), A(db()), 0));
     auto r = resp<ib_uverbs_create_srq_resp>();
     EXPECT_EQ(r.max_wr, 63u);
-    EXPECT_EQ(r.max_sge, 3u);   // 16 + 2*16 bytes rounded up to 64: room for 3
+    EXPECT_EQ(r.max_sge, 3u);  // 16 + 2*16 bytes rounded up to 64: room for 3
     EXPECT_NE(r.srqn, 0u);
     EXPECT_EQ(resp<mlx5_ib_create_srq_resp>(kResp + sizeof r).srqn, r.srqn);
     ok(modify_srq(r.srq_handle, IBV_SRQ_LIMIT, 0, 10));
@@ -610,8 +608,8 @@ TEST_F(Write, SrqLifeCycle) {
     EXPECT_EQ(q.srq_limit, 10u);
     EXPECT_EQ(q.max_wr, 63u);
     EXPECT_EQ(q.max_sge, 3u);
-    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_LIMIT, 0, 64)), -EINVAL);   // past the ring
-    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_MAX_WR, 128, 0)), -EINVAL);   // no resize on mlx5
+    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_LIMIT, 0, 64)), -EINVAL);  // past the ring
+    EXPECT_EQ(run(modify_srq(r.srq_handle, IBV_SRQ_MAX_WR, 128, 0)), -EINVAL);  // no resize on mlx5
     EXPECT_EQ(run(modify_srq(r.srq_handle, 1u << 5, 0, 0)), -EINVAL);
     EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);
     ok(destroy_srq(A(kResp), r.srq_handle));
@@ -627,17 +625,17 @@ TEST_F(Write, SrqChecks) {
     const uint32_t p = pd();
     const uint64_t b = A(buf(0x10000)), d = A(db());
     EXPECT_EQ(run(create_srq(A(kResp), p, 0, 1, b, d)), -EINVAL);
-    EXPECT_EQ(run(create_srq(A(kResp), p, 1u << 15, 1, b, d)), -EINVAL);   // > max_srq_wr
-    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 32, b, d)), -EINVAL);        // > max_srq_sge
+    EXPECT_EQ(run(create_srq(A(kResp), p, 1u << 15, 1, b, d)), -EINVAL);  // > max_srq_wr
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 32, b, d)), -EINVAL);  // > max_srq_sge
     EXPECT_EQ(run(create_srq(A(kResp), p + 1, 63, 1, b, d)), -EINVAL);
     EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, A(kArenaLen - 0x100), d)), -EFAULT);
     EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b, A(kArenaLen))), -EFAULT);
-    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b + 16, d)), -EINVAL);   // ring not in 64-byte quanta
-    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b, d + 2)), -EINVAL);    // unaligned record
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b + 16, d)), -EINVAL);  // ring not in 64-byte quanta
+    EXPECT_EQ(run(create_srq(A(kResp), p, 63, 1, b, d + 2)), -EINVAL);  // unaligned record
     ib_uverbs_create_srq q{};
     q.pd_handle = p;
     q.max_wr = 63;
-    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_SRQ, q, A(kResp), 16)), -EINVAL);   // no driver data
+    EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_CREATE_SRQ, q, A(kResp), 16)), -EINVAL);  // no driver data
 }
 
 // ---------------------------------------------------------------------- AH
@@ -664,7 +662,7 @@ TEST_F(Write, AhInfiniBand) {
     EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
     a.sl = 0;
     a.is_global = 1;
-    a.grh.sgid_index = 1;   // an IB port has one GID
+    a.grh.sgid_index = 1;  // an IB port has one GID
     EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
     a.grh.sgid_index = 0;
     ok(create_ah(A(kResp), p, a));
@@ -676,9 +674,9 @@ TEST_F(WriteRoce, AhNeedsAGrhAndGetsAMac) {
     const uint32_t p = pd();
     ib_uverbs_ah_attr a{};
     a.port_num = 1;
-    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);   // RoCE: GRH required
+    EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);  // RoCE: GRH required
     a.is_global = 1;
-    a.grh.sgid_index = 4;   // link-local v1/v2, IPv4 v1/v2: 4 entries
+    a.grh.sgid_index = 4;  // link-local v1/v2, IPv4 v1/v2: 4 entries
     EXPECT_EQ(run(create_ah(A(kResp), p, a)), -EINVAL);
     a.grh.sgid_index = 1;
     // a link-local GID carries its MAC (EUI-64)
@@ -711,7 +709,7 @@ TEST_F(Write, ObjectsInUseAreBusy) {
     ok(destroy_qp(A(kResp), q));
     EXPECT_EQ(resp<ib_uverbs_destroy_qp_resp>().events_reported, 0u);
     ok(destroy_cq(A(kResp), c));
-    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);   // the MR still
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);  // the MR still
     ok(dereg_mr(m));
     ok(dealloc_pd(p));
 }
@@ -786,26 +784,26 @@ TEST_F(Write, MmapUarPages) {
         return uvsim::uverbs_mmap(file_->ctx(), nullptr, len, prot, flags, off, err);
     };
     int err;
-    EXPECT_EQ(map(0, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);   // no context yet
+    EXPECT_EQ(map(0, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // no context yet
     EXPECT_EQ(err, EINVAL);
-    context();   // 4 bfregs: 2 UAR pages
+    context();  // 4 bfregs: 2 UAR pages
     // UAR pages 0 and 1, regular (cmd 0), write-combining (2), non-cached (3)
     for (off_t cmd : {0, 2, 3})
         for (off_t idx : {0, 1}) {
             void* p = map((cmd << 8 | idx) * page, page, PROT_WRITE, MAP_SHARED, err);
             ASSERT_NE(p, MAP_FAILED) << cmd << "/" << idx << " errno " << err;
-            static_cast<volatile uint32_t*>(p)[0x800 / 4] = 1;   // a doorbell write lands in plain memory
+            static_cast<volatile uint32_t*>(p)[0x800 / 4] = 1;  // a doorbell write lands in plain memory
             munmap(p, page);
         }
-    EXPECT_EQ(map(2 * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);   // UAR 2 of 2
+    EXPECT_EQ(map(2 * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // UAR 2 of 2
     EXPECT_EQ(err, EINVAL);
-    EXPECT_EQ(map(0, 2 * page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);      // one page at a time
+    EXPECT_EQ(map(0, 2 * page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // one page at a time
     EXPECT_EQ(err, EINVAL);
-    EXPECT_EQ(map(100, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);        // not page aligned
+    EXPECT_EQ(map(100, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // not page aligned
     EXPECT_EQ(err, EINVAL);
-    EXPECT_EQ(map(0, page, PROT_WRITE, MAP_PRIVATE, err), MAP_FAILED);         // private
+    EXPECT_EQ(map(0, page, PROT_WRITE, MAP_PRIVATE, err), MAP_FAILED);  // private
     EXPECT_EQ(err, EINVAL);
-    EXPECT_EQ(map((7 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);   // unknown command
+    EXPECT_EQ(map((7 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // unknown command
     EXPECT_EQ(err, EINVAL);
     // the core clock page (cmd 5) is read-only
     EXPECT_EQ(map((5 << 8) * page, page, PROT_READ | PROT_WRITE, MAP_SHARED, err), MAP_FAILED);

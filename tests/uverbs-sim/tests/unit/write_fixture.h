@@ -14,10 +14,10 @@ class WriteTest : public ::testing::Test {
 protected:
     // arena layout
     static constexpr size_t kArenaLen = 1u << 20;
-    static constexpr size_t kCmd = 0;           // commands
-    static constexpr size_t kResp = 0x10000;    // responses
-    static constexpr size_t kDb = 0x11000;      // doorbell records (64 bytes apart)
-    static constexpr size_t kBufs = 0x20000;    // queue buffers and MRs from here
+    static constexpr size_t kCmd = 0;  // commands
+    static constexpr size_t kResp = 0x10000;  // responses
+    static constexpr size_t kDb = 0x11000;  // doorbell records (64 bytes apart)
+    static constexpr size_t kBufs = 0x20000;  // queue buffers and MRs from here
 
     static void SetUpTestSuite() { arena_ = new Arena(kArenaLen); }
     static void TearDownTestSuite() {
@@ -78,9 +78,7 @@ protected:
     }
 
     // ---- objects the usual way; each returns its handle
-    void context() {
-        ok(get_context(A(kResp)));
-    }
+    void context() { ok(get_context(A(kResp))); }
     uint32_t pd() {
         ok(alloc_pd(A(kResp)));
         return resp<ib_uverbs_alloc_pd_resp>().pd_handle;

@@ -46,21 +46,21 @@ const char* g_case = "?";
     _exit(1);
 }
 
-#define CHECK(c)                                   \
-    do {                                           \
-        if (!(c))                                  \
-            die(__LINE__, "%s", #c);               \
+#define CHECK(c)                     \
+    do {                             \
+        if (!(c))                    \
+            die(__LINE__, "%s", #c); \
     } while (0)
-#define CHECK_EQ(a, b)                                                                                \
-    do {                                                                                              \
-        const unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b);        \
-        if (va_ != vb_)                                                                               \
+#define CHECK_EQ(a, b)                                                                                    \
+    do {                                                                                                  \
+        const unsigned long long va_ = (unsigned long long)(a), vb_ = (unsigned long long)(b);            \
+        if (va_ != vb_)                                                                                   \
             die(__LINE__, "%s == %s: got 0x%llx (%llu), want 0x%llx (%llu)", #a, #b, va_, va_, vb_, vb_); \
     } while (0)
-#define CHECK_OK(e)                                                                  \
-    do {                                                                             \
-        const int r_ = (e);                                                          \
-        if (r_)                                                                      \
+#define CHECK_OK(e)                                                                                                \
+    do {                                                                                                           \
+        const int r_ = (e);                                                                                        \
+        if (r_)                                                                                                    \
             die(__LINE__, "%s: returned %d (%s, errno %s)", #e, r_, strerror(r_ > 0 ? r_ : -r_), strerror(errno)); \
     } while (0)
 
@@ -69,7 +69,8 @@ uint64_t ms_now() {
         .count();
 }
 
-constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kAll =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 // ------------------------------------------------------------ fixtures
 
@@ -151,11 +152,11 @@ struct QpOpts {
     bool sig_all = false;
     ibv_mtu mtu = IBV_MTU_1024;
     uint8_t timeout = 14, retry = 7, rnr_retry = 7, min_rnr = 1;
-    uint32_t access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                      IBV_ACCESS_REMOTE_ATOMIC;
+    uint32_t access =
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     uint32_t qkey = 0x11111111;
     uint32_t psn = 0x100;
-    int32_t dest_qpn_delta = 0;   // connect to a wrong QPN on purpose
+    int32_t dest_qpn_delta = 0;  // connect to a wrong QPN on purpose
 };
 
 struct Q {
@@ -291,7 +292,7 @@ struct Send {
     uint64_t wr_id = 0;
     std::vector<ibv_sge> sges;
     unsigned flags = IBV_SEND_SIGNALED;
-    uint32_t imm = 0;      // network order, as ibv_send_wr carries it
+    uint32_t imm = 0;  // network order, as ibv_send_wr carries it
     uint64_t raddr = 0;
     uint32_t rkey = 0;
     uint64_t cmp = 0, swap = 0;
@@ -330,7 +331,7 @@ ibv_wc poll1(int line, ibv_cq* cq, int ms = 10000) {
     ibv_wc wc;
     const uint64_t end = ms_now() + ms;
     for (;;) {
-        memset(&wc, 0xa5, sizeof wc);   // fields the provider does not set show up
+        memset(&wc, 0xa5, sizeof wc);  // fields the provider does not set show up
         int n = ibv_poll_cq(cq, 1, &wc);
         if (n < 0)
             die(line, "ibv_poll_cq returned %d", n);
@@ -364,9 +365,9 @@ struct Want {
     int64_t byte_len = -1;
     uint64_t wr_id = 0;
     uint32_t qp_num = 0;
-    int64_t imm = -1;            // network order value; implies IBV_WC_WITH_IMM
+    int64_t imm = -1;  // network order value; implies IBV_WC_WITH_IMM
     bool grh = false;
-    int64_t src_qp = -1;         // receive completions
+    int64_t src_qp = -1;  // receive completions
     int slid = -1;
 };
 
@@ -383,7 +384,7 @@ void check_wc(int line, const ibv_wc& wc, const Want& w) {
     if (wc.qp_num != w.qp_num)
         bad("qp_num", wc.qp_num, w.qp_num);
     if (w.status != IBV_WC_SUCCESS)
-        return;   // only status, wr_id, qp_num (and vendor_err) are defined
+        return;  // only status, wr_id, qp_num (and vendor_err) are defined
     if (w.opcode >= 0 && wc.opcode != w.opcode)
         bad("opcode", wc.opcode, w.opcode);
     if (w.byte_len >= 0 && wc.byte_len != w.byte_len)
@@ -429,7 +430,7 @@ Want recv_want(const Q& to, const Q& from, uint64_t wr_id, uint32_t len, int opc
 Want send_want(const Q& q, uint64_t wr_id, int opcode, int64_t byte_len = -1, bool imm = false) {
     Want w;
     if (imm)
-        w.imm = 0;   // IBV_WC_WITH_IMM expected
+        w.imm = 0;  // IBV_WC_WITH_IMM expected
     w.opcode = opcode;
     w.wr_id = wr_id;
     w.qp_num = q.qpn();
@@ -484,9 +485,9 @@ std::map<std::string, std::function<void()>>& cases() {
 struct Reg {
     Reg(const char* n, std::function<void()> f) { cases()[n] = std::move(f); }
 };
-#define CASE(name)                          \
-    void case_##name();                     \
-    Reg reg_##name(#name, case_##name);     \
+#define CASE(name)                      \
+    void case_##name();                 \
+    Reg reg_##name(#name, case_##name); \
     void case_##name()
 
 // One send of len bytes from a to b: data and both completions checked.
@@ -501,7 +502,7 @@ void send_one(Q& a, Q& b, Buf& sb, Buf& rb, uint32_t len, uint64_t id) {
     check_wc(__LINE__, wc, send_want(a, id, IBV_WC_SEND));
     SAME(rb.p, sb.p, len, "received data");
     if (rb.n > len)
-        CHECK_EQ(rb.p[len], 0xee);   // nothing written past the message
+        CHECK_EQ(rb.p[len], 0xee);  // nothing written past the message
 }
 
 CASE(rc_send_sizes) {
@@ -558,9 +559,13 @@ CASE(rc_send_inline) {
     ibv_sge s2{reinterpret_cast<uint64_t>(m1.data() + 30), 30, 0};
     post(a, {.wr_id = 10, .sges = {s1, s2}, .flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE});
     ibv_sge s3{reinterpret_cast<uint64_t>(m2.data()), 3, 0};
-    post(a, {.op = IBV_WR_SEND_WITH_IMM, .wr_id = 11, .sges = {s3}, .flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
-             .imm = htobe32(0x01020304)});
-    memset(m1.data(), 0, m1.size());   // the provider copied it at post time
+    post(a,
+         {.op = IBV_WR_SEND_WITH_IMM,
+          .wr_id = 11,
+          .sges = {s3},
+          .flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+          .imm = htobe32(0x01020304)});
+    memset(m1.data(), 0, m1.size());  // the provider copied it at post time
     ibv_wc wc = POLL1(b.rcq);
     check_wc(__LINE__, wc, recv_want(b, a, 1, 60));
     wc = POLL1(b.rcq);
@@ -604,8 +609,10 @@ CASE(rc_unsignaled) {
         for (int i = 0; i < 6; ++i)
             post_recv(b, 100 * round + i, {sge(rb, i * 8192, 8192)});
         for (int i = 0; i < 6; ++i)
-            post(a, {.wr_id = uint64_t(100 * round + i), .sges = {sge(sb, i * 8192, 1000 + i * 1000)},
-                     .flags = i == 5 ? unsigned(IBV_SEND_SIGNALED) : 0u});
+            post(a,
+                 {.wr_id = uint64_t(100 * round + i),
+                  .sges = {sge(sb, i * 8192, 1000 + i * 1000)},
+                  .flags = i == 5 ? unsigned(IBV_SEND_SIGNALED) : 0u});
         for (int i = 0; i < 6; ++i) {
             check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 100 * round + i, 1000 + i * 1000));
             SAME(rb.p + i * 8192, sb.p + i * 8192, 1000 + i * 1000, "data");
@@ -641,8 +648,8 @@ CASE(rc_write) {
     for (uint32_t n : sizes) {
         fill(sb, 0, n, static_cast<uint32_t>(id));
         memset(tb.p, 0xee, tb.n);
-        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = id, .sges = {sge(sb, 0, n)}, .raddr = tb.addr(100),
-                 .rkey = tb.rkey()});
+        post(a,
+             {.op = IBV_WR_RDMA_WRITE, .wr_id = id, .sges = {sge(sb, 0, n)}, .raddr = tb.addr(100), .rkey = tb.rkey()});
         check_wc(__LINE__, POLL1(a.scq), send_want(a, id, IBV_WC_RDMA_WRITE));
         SAME(tb.p + 100, sb.p, n, "written data");
         CHECK_EQ(tb.p[99], 0xee);
@@ -652,7 +659,7 @@ CASE(rc_write) {
     // a zero-length write completes too
     post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 50, .sges = {}, .raddr = tb.addr(), .rkey = tb.rkey()});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 50, IBV_WC_RDMA_WRITE));
-    POLL_NONE(b.rcq, 50);   // writes consume no receive and make no completion
+    POLL_NONE(b.rcq, 50);  // writes consume no receive and make no completion
 }
 
 CASE(rc_write_imm) {
@@ -663,14 +670,19 @@ CASE(rc_write_imm) {
     memset(rb.p, 0xee, 64);
     post_recv(b, 31, {sge(rb, 0, 64)});
     post_recv(b, 32, {sge(rb, 0, 64)});
-    post(a, {.op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 1, .sges = {sge(sb, 0, 200000)}, .imm = htobe32(0xabcd),
-             .raddr = tb.addr(), .rkey = tb.rkey()});
+    post(a,
+         {.op = IBV_WR_RDMA_WRITE_WITH_IMM,
+          .wr_id = 1,
+          .sges = {sge(sb, 0, 200000)},
+          .imm = htobe32(0xabcd),
+          .raddr = tb.addr(),
+          .rkey = tb.rkey()});
     Want w = recv_want(b, a, 31, 200000, IBV_WC_RECV_RDMA_WITH_IMM);
     w.imm = htobe32(0xabcd);
     check_wc(__LINE__, POLL1(b.rcq), w);
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_RDMA_WRITE, -1, true));
     SAME(tb.p, sb.p, 200000, "written data");
-    CHECK_EQ(rb.p[0], 0xee);   // the receive buffer is not touched
+    CHECK_EQ(rb.p[0], 0xee);  // the receive buffer is not touched
     // zero-length write with immediate
     post(a, {.op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 2, .sges = {}, .imm = htobe32(7), .raddr = 0, .rkey = 0});
     w = recv_want(b, a, 32, 0, IBV_WC_RECV_RDMA_WITH_IMM);
@@ -688,8 +700,8 @@ CASE(rc_read) {
     uint64_t id = 1;
     for (uint32_t n : sizes) {
         memset(dst.p, 0xee, dst.n);
-        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = id, .sges = {sge(dst, 8, n)}, .raddr = src.addr(3),
-                 .rkey = src.rkey()});
+        post(a,
+             {.op = IBV_WR_RDMA_READ, .wr_id = id, .sges = {sge(dst, 8, n)}, .raddr = src.addr(3), .rkey = src.rkey()});
         check_wc(__LINE__, POLL1(a.scq), send_want(a, id, IBV_WC_RDMA_READ, n));
         SAME(dst.p + 8, src.p + 3, n, "read data");
         CHECK_EQ(dst.p[7], 0xee);
@@ -700,8 +712,12 @@ CASE(rc_read) {
     Buf rb = mkbuf(d.pd, 4096);
     post_recv(b, 99, {sge(rb, 0, 4096)});
     memset(dst.p, 0xee, dst.n);
-    post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 20, .sges = {sge(dst, 0, 3000), sge(dst, 10000, 3000)},
-             .raddr = src.addr(), .rkey = src.rkey()});
+    post(a,
+         {.op = IBV_WR_RDMA_READ,
+          .wr_id = 20,
+          .sges = {sge(dst, 0, 3000), sge(dst, 10000, 3000)},
+          .raddr = src.addr(),
+          .rkey = src.rkey()});
     post(a, {.wr_id = 21, .sges = {sge(src, 0, 100)}});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 20, IBV_WC_RDMA_READ, 6000));
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 21, IBV_WC_SEND));
@@ -718,23 +734,45 @@ CASE(rc_atomic) {
     uint64_t* r = reinterpret_cast<uint64_t*>(res.p);
     t[1] = 0x1122334455667788ull;
     // compare & swap that matches
-    post(a, {.op = IBV_WR_ATOMIC_CMP_AND_SWP, .wr_id = 1, .sges = {sge(res, 0, 8)}, .raddr = tgt.addr(8),
-             .rkey = tgt.rkey(), .cmp = 0x1122334455667788ull, .swap = 0xaaaabbbbccccddddull});
+    post(a,
+         {.op = IBV_WR_ATOMIC_CMP_AND_SWP,
+          .wr_id = 1,
+          .sges = {sge(res, 0, 8)},
+          .raddr = tgt.addr(8),
+          .rkey = tgt.rkey(),
+          .cmp = 0x1122334455667788ull,
+          .swap = 0xaaaabbbbccccddddull});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_COMP_SWAP, 8));
     CHECK_EQ(r[0], 0x1122334455667788ull);
     CHECK_EQ(t[1], 0xaaaabbbbccccddddull);
     // compare & swap that fails: memory unchanged, the current value returned
-    post(a, {.op = IBV_WR_ATOMIC_CMP_AND_SWP, .wr_id = 2, .sges = {sge(res, 8, 8)}, .raddr = tgt.addr(8),
-             .rkey = tgt.rkey(), .cmp = 0x1234, .swap = 0x5678});
+    post(a,
+         {.op = IBV_WR_ATOMIC_CMP_AND_SWP,
+          .wr_id = 2,
+          .sges = {sge(res, 8, 8)},
+          .raddr = tgt.addr(8),
+          .rkey = tgt.rkey(),
+          .cmp = 0x1234,
+          .swap = 0x5678});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 2, IBV_WC_COMP_SWAP, 8));
     CHECK_EQ(r[1], 0xaaaabbbbccccddddull);
     CHECK_EQ(t[1], 0xaaaabbbbccccddddull);
     // fetch & add, twice, with wrap-around
     t[2] = 0xfffffffffffffff0ull;
-    post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 3, .sges = {sge(res, 16, 8)}, .raddr = tgt.addr(16),
-             .rkey = tgt.rkey(), .swap = 0x20});
-    post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 4, .sges = {sge(res, 24, 8)}, .raddr = tgt.addr(16),
-             .rkey = tgt.rkey(), .swap = 1});
+    post(a,
+         {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+          .wr_id = 3,
+          .sges = {sge(res, 16, 8)},
+          .raddr = tgt.addr(16),
+          .rkey = tgt.rkey(),
+          .swap = 0x20});
+    post(a,
+         {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+          .wr_id = 4,
+          .sges = {sge(res, 24, 8)},
+          .raddr = tgt.addr(16),
+          .rkey = tgt.rkey(),
+          .swap = 1});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 3, IBV_WC_FETCH_ADD, 8));
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 4, IBV_WC_FETCH_ADD, 8));
     CHECK_EQ(r[2], 0xfffffffffffffff0ull);
@@ -745,9 +783,14 @@ CASE(rc_atomic) {
     // many atomics in flight: the sum is exact
     t[4] = 0;
     for (int i = 0; i < 100; ++i)
-        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = uint64_t(100 + i), .sges = {sge(res, 32, 8)},
-                 .flags = i == 99 ? unsigned(IBV_SEND_SIGNALED) : 0u, .raddr = tgt.addr(32), .rkey = tgt.rkey(),
-                 .swap = uint64_t(i)});
+        post(a,
+             {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+              .wr_id = uint64_t(100 + i),
+              .sges = {sge(res, 32, 8)},
+              .flags = i == 99 ? unsigned(IBV_SEND_SIGNALED) : 0u,
+              .raddr = tgt.addr(32),
+              .rkey = tgt.rkey(),
+              .swap = uint64_t(i)});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 199, IBV_WC_FETCH_ADD, 8));
     CHECK_EQ(t[4], 4950);
     CHECK_EQ(r[4], 4950 - 99);
@@ -770,15 +813,22 @@ CASE(uc_send_write) {
         usleep(1000);
     SAME(tb.p, sb.p, 20000, "written data");
     post_recv(b, 4, {sge(rb, 0, 64)});
-    post(a, {.op = IBV_WR_RDMA_WRITE_WITH_IMM, .wr_id = 5, .sges = {sge(sb, 0, 3000)}, .imm = htobe32(0x55),
-             .raddr = tb.addr(30000), .rkey = tb.rkey()});
+    post(a,
+         {.op = IBV_WR_RDMA_WRITE_WITH_IMM,
+          .wr_id = 5,
+          .sges = {sge(sb, 0, 3000)},
+          .imm = htobe32(0x55),
+          .raddr = tb.addr(30000),
+          .rkey = tb.rkey()});
     Want w = recv_want(b, a, 4, 3000, IBV_WC_RECV_RDMA_WITH_IMM);
     w.imm = htobe32(0x55);
     check_wc(__LINE__, POLL1(b.rcq), w);
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 5, IBV_WC_RDMA_WRITE, -1, true));
     SAME(tb.p + 30000, sb.p, 3000, "write-imm data");
     // UC has no reads or atomics: the provider or device refuses them
-    if (try_post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 6, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(), .rkey = tb.rkey()}) == 0) {
+    if (try_post(
+            a, {.op = IBV_WR_RDMA_READ, .wr_id = 6, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(), .rkey = tb.rkey()}) ==
+        0) {
         ibv_wc wc = POLL1(a.scq);
         CHECK(wc.status != IBV_WC_SUCCESS);
     }
@@ -794,8 +844,14 @@ void ud_check(const Q& a, const Q& b, ibv_ah* ah, Buf& sb, Buf& rb, uint32_t len
     fill(sb, 0, len, static_cast<uint32_t>(id));
     memset(rb.p, 0xee, rb.n);
     post_recv(b, id + 500, {sge(rb, 0, static_cast<uint32_t>(rb.n))});
-    post(a, {.op = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, .wr_id = id, .sges = {sge(sb, 0, len)}, .imm = imm,
-             .ah = ah, .rqpn = b.qpn(), .rqkey = b.o.qkey});
+    post(a,
+         {.op = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+          .wr_id = id,
+          .sges = {sge(sb, 0, len)},
+          .imm = imm,
+          .ah = ah,
+          .rqpn = b.qpn(),
+          .rqkey = b.o.qkey});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, id, IBV_WC_SEND, -1, imm != 0));
     Want w = recv_want(b, a, id + 500, 40 + len);
     w.grh = grh;
@@ -805,7 +861,7 @@ void ud_check(const Q& a, const Q& b, ibv_ah* ah, Buf& sb, Buf& rb, uint32_t len
     SAME(rb.p + 40, sb.p, len, "UD payload");
     if (!grh)
         for (int i = 0; i < 40; ++i)
-            CHECK_EQ(rb.p[i], 0xee);   // no GRH: the first 40 bytes are not written
+            CHECK_EQ(rb.p[i], 0xee);  // no GRH: the first 40 bytes are not written
 }
 
 CASE(ud_send) {
@@ -832,13 +888,13 @@ CASE(ud_send) {
         ud_check(a, b, gah, sb, rb, len, 10 + len, true);
         const uint8_t* g = rb.p;
         const uint32_t w0 = be32toh(*reinterpret_cast<const uint32_t*>(g));
-        CHECK_EQ(w0 >> 28, 6);                  // IP version 6
-        CHECK_EQ((w0 >> 20) & 0xff, 0x20);      // traffic class
-        CHECK_EQ(w0 & 0xfffff, 0x12345);        // flow label
+        CHECK_EQ(w0 >> 28, 6);  // IP version 6
+        CHECK_EQ((w0 >> 20) & 0xff, 0x20);  // traffic class
+        CHECK_EQ(w0 & 0xfffff, 0x12345);  // flow label
         const uint16_t paylen = be16toh(*reinterpret_cast<const uint16_t*>(g + 4));
-        CHECK_EQ(paylen, 12 + 8 + ((len + 3) & ~3u) + 4);   // BTH + DETH + payload + pad + ICRC
-        CHECK_EQ(g[6], 0x1b);                   // next header: IBA transport
-        CHECK_EQ(g[7], 7);                      // hop limit
+        CHECK_EQ(paylen, 12 + 8 + ((len + 3) & ~3u) + 4);  // BTH + DETH + payload + pad + ICRC
+        CHECK_EQ(g[6], 0x1b);  // next header: IBA transport
+        CHECK_EQ(g[7], 7);  // hop limit
         SAME(g + 8, d.gid.raw, 16, "GRH sgid");
         SAME(g + 24, d.gid.raw, 16, "GRH dgid");
     }
@@ -877,7 +933,7 @@ CASE(ud_send) {
         const bool ipv4 = v2 && !memcmp(gid.raw, v4, 12);
         if (ipv4) {
             for (int i = 0; i < 20; ++i)
-                CHECK_EQ(g[i], 0xee);   // only the IPv4 header is written
+                CHECK_EQ(g[i], 0xee);  // only the IPv4 header is written
             const uint8_t* h = g + 20;
             CHECK_EQ(h[0], 0x45);
             CHECK_EQ(h[1], 0x10);
@@ -889,12 +945,12 @@ CASE(ud_send) {
                 sum += uint32_t(h[i]) << 8 | h[i + 1];
             while (sum >> 16)
                 sum = (sum & 0xffff) + (sum >> 16);
-            CHECK_EQ(sum, 0xffff);      // header checksum
+            CHECK_EQ(sum, 0xffff);  // header checksum
             SAME(h + 12, gid.raw + 12, 4, "IPv4 source");
             SAME(h + 16, gid.raw + 12, 4, "IPv4 destination");
         } else {
             CHECK_EQ(g[0] >> 4, 6);
-            CHECK_EQ(g[6], v2 ? 17 : 0x1b);   // next header: UDP (v2) or IBA transport (v1)
+            CHECK_EQ(g[6], v2 ? 17 : 0x1b);  // next header: UDP (v2) or IBA transport (v1)
             SAME(g + 8, gid.raw, 16, "GRH sgid");
         }
         ibv_ah_attr back{};
@@ -917,8 +973,8 @@ CASE(ud_qkey) {
     fill(sb, 0, 64, 1);
     post_recv(b, 1, {sge(rb, 0, 4096 + 40)});
     post(a, {.wr_id = 5, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn(), .rqkey = o.qkey + 1});
-    check_wc(__LINE__, POLL1(a.scq), send_want(a, 5, IBV_WC_SEND));   // UD sends complete anyway
-    POLL_NONE(b.rcq, 200);                                              // dropped at the receiver
+    check_wc(__LINE__, POLL1(a.scq), send_want(a, 5, IBV_WC_SEND));  // UD sends complete anyway
+    POLL_NONE(b.rcq, 200);  // dropped at the receiver
     // to a QPN nobody has: lost as well
     post(a, {.wr_id = 6, .sges = {sge(sb, 0, 64)}, .ah = ah, .rqpn = b.qpn() + 77, .rqkey = o.qkey});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 6, IBV_WC_SEND));
@@ -962,9 +1018,9 @@ CASE(ud_mcast) {
     auto [r1, r2] = pair(d);
     (void)r2;
     CHECK_EQ(ibv_attach_mcast(r1.qp, &mgid, mlid), EINVAL);
-    CHECK_EQ(ibv_detach_mcast(b.qp, &mgid, mlid), EINVAL);   // not attached
+    CHECK_EQ(ibv_detach_mcast(b.qp, &mgid, mlid), EINVAL);  // not attached
     CHECK_OK(ibv_attach_mcast(b.qp, &mgid, mlid));
-    CHECK_OK(ibv_attach_mcast(b.qp, &mgid, mlid));            // twice: fine
+    CHECK_OK(ibv_attach_mcast(b.qp, &mgid, mlid));  // twice: fine
     CHECK_OK(ibv_attach_mcast(c.qp, &mgid, mlid));
     ibv_ah_attr ma = ah_to(d, d, true);
     ma.dlid = mlid;
@@ -973,7 +1029,7 @@ CASE(ud_mcast) {
     CHECK(mah);
     Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 40), rc = mkbuf(d.pd, 4096 + 40), ra = mkbuf(d.pd, 4096 + 40);
     fill(sb, 0, 300, 9);
-    post_recv(a, 90, {sge(ra, 0, 4096 + 40)});   // the sender is not a member
+    post_recv(a, 90, {sge(ra, 0, 4096 + 40)});  // the sender is not a member
     post_recv(b, 91, {sge(rb, 0, 4096 + 40)});
     post_recv(c, 92, {sge(rc, 0, 4096 + 40)});
     post(a, {.wr_id = 1, .sges = {sge(sb, 0, 300)}, .ah = mah, .rqpn = 0xffffff, .rqkey = o.qkey});
@@ -1034,7 +1090,7 @@ CASE(comm_est) {
         ibv_async_event ev = ASYNC_WAIT(d);
         CHECK_EQ(ev.event_type, IBV_EVENT_COMM_EST);
         CHECK(ev.element.qp == b.qp);
-        send_one(a, b, sb, rb, 100, 2);   // once per connection
+        send_one(a, b, sb, rb, 100, 2);  // once per connection
         async_none(__LINE__, d, 100);
         CHECK_OK(ibv_destroy_qp(a.qp));
         CHECK_OK(ibv_destroy_qp(b.qp));
@@ -1092,7 +1148,7 @@ CASE(srq) {
         check_wc(__LINE__, wc, recv_want(rcv[qi], snd[qi], wc.wr_id, 200));
         const uint8_t* got = rb.p + slot * 256;
         CHECK_EQ(got[0], qi);
-        CHECK_EQ(got[1], seen[qi]);   // in order per QP
+        CHECK_EQ(got[1], seen[qi]);  // in order per QP
         CHECK_EQ(got[128 + 71], 0x77);
         ++seen[qi];
     }
@@ -1103,10 +1159,10 @@ CASE(srq) {
     ibv_async_event ev = ASYNC_WAIT(d);
     CHECK_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
     CHECK(ev.element.srq == srq);
-    async_none(__LINE__, d, 50);   // one-shot
+    async_none(__LINE__, d, 50);  // one-shot
     ibv_srq_attr qa{};
     CHECK_OK(ibv_query_srq(srq, &qa));
-    CHECK_EQ(qa.srq_limit, 0);     // disarmed by the event
+    CHECK_EQ(qa.srq_limit, 0);  // disarmed by the event
     // a receive QP on the SRQ that goes to error: LAST_WQE_REACHED, SRQ WQEs not flushed
     ibv_qp_attr ea{};
     ea.qp_state = IBV_QPS_ERR;
@@ -1179,7 +1235,7 @@ CASE(comp_channel) {
     for (int i = 0; i < 5; ++i)
         check_wc(__LINE__, POLL1(a.scq), send_want(a, i, IBV_WC_SEND));
     CHECK_OK(ibv_destroy_qp(b.qp));
-    CHECK_OK(ibv_destroy_cq(b.rcq));   // returns: every event was acknowledged
+    CHECK_OK(ibv_destroy_cq(b.rcq));  // returns: every event was acknowledged
 }
 
 // after an error: everything posted later flushes, sends and receives, in order
@@ -1191,7 +1247,7 @@ void check_flush_after(Q& a, Buf& b, uint64_t base) {
         post_recv(a, base + 10 + i, {sge(b, 0, 8)});
     for (int i = 0; i < 3; ++i) {
         ibv_wc wc = POLL1(a.scq);
-        if (i == 1 && wc.wr_id == base + 2) {   // unsignaled WQEs need not produce a flush CQE
+        if (i == 1 && wc.wr_id == base + 2) {  // unsignaled WQEs need not produce a flush CQE
             check_wc(__LINE__, wc, err_want(a, base + 2, IBV_WC_WR_FLUSH_ERR));
             break;
         }
@@ -1207,10 +1263,10 @@ void rnr_case(uint8_t rnr_retry) {
     Dev d = open_dev("mlx5_0");
     QpOpts oa, ob;
     oa.rnr_retry = rnr_retry;
-    ob.min_rnr = 1;   // 0.01 ms
+    ob.min_rnr = 1;  // 0.01 ms
     auto [a, b] = pair(d, d, oa, ob);
     Buf sb = mkbuf(d.pd, 4096);
-    post_recv(a, 900, {sge(sb, 0, 64)});   // posted before the error: flushed
+    post_recv(a, 900, {sge(sb, 0, 64)});  // posted before the error: flushed
     const uint64_t t0 = ms_now();
     post(a, {.wr_id = 1, .sges = {sge(sb, 0, 100)}});
     post(a, {.wr_id = 2, .sges = {sge(sb, 0, 100)}});
@@ -1230,8 +1286,8 @@ CASE(rnr_retry1) { rnr_case(1); }
 CASE(rnr_recover) {
     Dev d = open_dev("mlx5_0");
     QpOpts oa, ob;
-    oa.rnr_retry = 7;   // forever
-    ob.min_rnr = 12;    // 0.64 ms
+    oa.rnr_retry = 7;  // forever
+    ob.min_rnr = 12;  // 0.64 ms
     auto [a, b] = pair(d, d, oa, ob);
     Buf sb = mkbuf(d.pd, 8192), rb = mkbuf(d.pd, 8192);
     fill(sb, 0, 8192, 4);
@@ -1255,14 +1311,15 @@ CASE(retry_exceeded) {
     // (1) the peer QP is destroyed
     {
         QpOpts o;
-        o.timeout = 8;   // ~1 ms
+        o.timeout = 8;  // ~1 ms
         o.retry = 2;
         auto [a, b] = pair(d, o);
         CHECK_OK(ibv_destroy_qp(b.qp));
         Buf sb = mkbuf(d.pd, 4096);
         const uint64_t t0 = ms_now();
         post(a, {.wr_id = 1, .sges = {sge(sb, 0, 100)}});
-        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 2, .sges = {sge(sb, 0, 100)}, .raddr = sb.addr(), .rkey = sb.rkey()});
+        post(a,
+             {.op = IBV_WR_RDMA_WRITE, .wr_id = 2, .sges = {sge(sb, 0, 100)}, .raddr = sb.addr(), .rkey = sb.rkey()});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_RETRY_EXC_ERR));
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_WR_FLUSH_ERR));
         CHECK(ms_now() - t0 < 5000);
@@ -1289,8 +1346,12 @@ CASE(rem_access) {
         auto [a, b] = pair(d);
         Buf sb = mkbuf(d.pd, 4096), tb = mkbuf(d.pd, 4096);
         post_recv(b, 55, {sge(tb, 0, 64)});
-        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 1, .sges = {sge(sb, 0, 100)}, .raddr = tb.addr(),
-                 .rkey = tb.rkey() ^ 0x100});
+        post(a,
+             {.op = IBV_WR_RDMA_WRITE,
+              .wr_id = 1,
+              .sges = {sge(sb, 0, 100)},
+              .raddr = tb.addr(),
+              .rkey = tb.rkey() ^ 0x100});
         post(a, {.wr_id = 2, .sges = {sge(sb, 0, 10)}});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_REM_ACCESS_ERR));
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_WR_FLUSH_ERR));
@@ -1316,8 +1377,12 @@ CASE(rem_access) {
     {
         auto [a, b] = pair(d);
         Buf sb = mkbuf(d.pd, 8192), tb = mkbuf(d.pd, 4096);
-        post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 4, .sges = {sge(sb, 0, 200)}, .raddr = tb.addr(4000),
-                 .rkey = tb.rkey()});
+        post(a,
+             {.op = IBV_WR_RDMA_WRITE,
+              .wr_id = 4,
+              .sges = {sge(sb, 0, 200)},
+              .raddr = tb.addr(4000),
+              .rkey = tb.rkey()});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 4, IBV_WC_REM_ACCESS_ERR));
         CHECK_EQ(ASYNC_WAIT(d).event_type, IBV_EVENT_QP_ACCESS_ERR);
         CHECK_EQ(tb.p[4000], 0);
@@ -1327,8 +1392,13 @@ CASE(rem_access) {
         ob.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
         auto [a, b] = pair(d, d, QpOpts{}, ob);
         Buf sb = mkbuf(d.pd, 64), tb = mkbuf(d.pd, 64);
-        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 5, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(),
-                 .rkey = tb.rkey(), .swap = 1});
+        post(a,
+             {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+              .wr_id = 5,
+              .sges = {sge(sb, 0, 8)},
+              .raddr = tb.addr(),
+              .rkey = tb.rkey(),
+              .swap = 1});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 5, IBV_WC_REM_ACCESS_ERR));
         CHECK_EQ(ASYNC_WAIT(d).event_type, IBV_EVENT_QP_ACCESS_ERR);
         CHECK_EQ(tb.p[0], 0);
@@ -1337,8 +1407,13 @@ CASE(rem_access) {
     {
         auto [a, b] = pair(d);
         Buf sb = mkbuf(d.pd, 64), tb = mkbuf(d.pd, 64);
-        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = 6, .sges = {sge(sb, 0, 8)}, .raddr = tb.addr(4),
-                 .rkey = tb.rkey(), .swap = 1});
+        post(a,
+             {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+              .wr_id = 6,
+              .sges = {sge(sb, 0, 8)},
+              .raddr = tb.addr(4),
+              .rkey = tb.rkey(),
+              .swap = 1});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 6, IBV_WC_REM_INV_REQ_ERR));
         ibv_async_event ev = ASYNC_WAIT(d);
         CHECK_EQ(ev.event_type, IBV_EVENT_QP_REQ_ERR);
@@ -1357,7 +1432,7 @@ CASE(loc_prot) {
         post_recv(b, 1, {sge(rb, 0, 4096)});
         post(a, {.wr_id = 1, .sges = {sge(ob, 0, 100)}});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_LOC_PROT_ERR));
-        POLL_NONE(b.rcq, 50);   // nothing went out
+        POLL_NONE(b.rcq, 50);  // nothing went out
         check_flush_after(a, rb, 10);
     }
     // (2) an SGE reaching beyond its MR; (3) an unknown lkey
@@ -1372,7 +1447,8 @@ CASE(loc_prot) {
     {
         auto [a, b] = pair(d);
         Buf src = mkbuf(d.pd, 4096), ro = mkbuf(d.pd, 4096, 0);
-        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 8, .sges = {sge(ro, 0, 64)}, .raddr = src.addr(), .rkey = src.rkey()});
+        post(a,
+             {.op = IBV_WR_RDMA_READ, .wr_id = 8, .sges = {sge(ro, 0, 64)}, .raddr = src.addr(), .rkey = src.rkey()});
         check_wc(__LINE__, POLL1(a.scq), err_want(a, 8, IBV_WC_LOC_PROT_ERR));
     }
     // (5) a receive SGE of another PD: the responder reports it, the requester gets a NAK
@@ -1394,7 +1470,7 @@ CASE(loc_len) {
     Buf sb = mkbuf(d.pd, 8192), rb = mkbuf(d.pd, 8192);
     post_recv(b, 1, {sge(rb, 0, 1000), sge(rb, 2000, 1000)});
     post_recv(b, 2, {sge(rb, 0, 8192)});
-    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 2001)}});   // one byte too many (multi-packet)
+    post(a, {.wr_id = 1, .sges = {sge(sb, 0, 2001)}});  // one byte too many (multi-packet)
     check_wc(__LINE__, POLL1(b.rcq), err_want(b, 1, IBV_WC_LOC_LEN_ERR));
     check_wc(__LINE__, POLL1(b.rcq), err_want(b, 2, IBV_WC_WR_FLUSH_ERR));
     check_wc(__LINE__, POLL1(a.scq), err_want(a, 1, IBV_WC_REM_INV_REQ_ERR));
@@ -1476,8 +1552,8 @@ CASE(modify_bad) {
     r.max_dest_rd_atomic = 1;
     r.min_rnr_timer = 1;
     r.dest_qp_num = qp->qp_num;
-    const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                    IBV_QP_MIN_RNR_TIMER;
+    const int rtr =
+        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     CHECK_EQ(ibv_modify_qp(qp, &r, rtr), EINVAL);
     // INIT -> RTS: not allowed
     m.qp_state = IBV_QPS_RTS;
@@ -1490,8 +1566,8 @@ CASE(modify_bad) {
     s.retry_cnt = 7;
     s.rnr_retry = 7;
     s.max_rd_atomic = 1;
-    CHECK_EQ(ibv_modify_qp(qp, &s, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                       IBV_QP_MAX_QP_RD_ATOMIC),
+    CHECK_EQ(ibv_modify_qp(
+                 qp, &s, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC),
              EINVAL);
     CHECK_EQ(qp_state(Q{&d, qp}), IBV_QPS_RTR);
     // to ERR is always allowed; ERR -> RTS is not
@@ -1514,8 +1590,8 @@ CASE(fault_cqe) {
     Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
     post_recv(b, 1, {sge(rb, 0, 4096)});
     post(a, {.wr_id = 2, .sges = {sge(sb, 0, 10)}});
-    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 1, 10));   // completion 1
-    check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_LOC_PROT_ERR));   // completion 2
+    check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 1, 10));  // completion 1
+    check_wc(__LINE__, POLL1(a.scq), err_want(a, 2, IBV_WC_LOC_PROT_ERR));  // completion 2
     check_flush_after(a, sb, 10);
 }
 
@@ -1545,7 +1621,7 @@ CASE(cq_overrun) {
     o.sig_all = true;
     Q a = mkqp(d, o), b = mkqp(d, QpOpts{});
     connect(a, b);
-    const int n = a.scq->cqe + 3;   // more completions than the CQ holds
+    const int n = a.scq->cqe + 3;  // more completions than the CQ holds
     Buf sb = mkbuf(d.pd, 4096);
     for (int i = 0; i < n; ++i)
         post_recv(b, i, {sge(sb, 0, 64)});
@@ -1568,7 +1644,7 @@ CASE(cq_overrun) {
 CASE(drop_every) {
     Dev d = open_dev("mlx5_0");
     QpOpts o;
-    o.timeout = 12;   // 16 ms: a loaded CI host must not look like a dead peer
+    o.timeout = 12;  // 16 ms: a loaded CI host must not look like a dead peer
     o.retry = 7;
     auto [a, b] = pair(d, o);
     Buf sb = mkbuf(d.pd, 1 << 20), rb = mkbuf(d.pd, 1 << 20), tb = mkbuf(d.pd, 1 << 20), at = mkbuf(d.pd, 64),
@@ -1586,19 +1662,27 @@ CASE(drop_every) {
     for (int i = 0; i < 16; ++i)
         check_wc(__LINE__, POLL1(a.scq), send_want(a, i, IBV_WC_SEND));
     // a 1 MiB write, a 1 MiB read, atomics, interleaved
-    post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = 100, .sges = {sge(sb, 0, 1 << 20)}, .raddr = tb.addr(), .rkey = tb.rkey()});
+    post(a,
+         {.op = IBV_WR_RDMA_WRITE, .wr_id = 100, .sges = {sge(sb, 0, 1 << 20)}, .raddr = tb.addr(), .rkey = tb.rkey()});
     memset(rb.p, 0, rb.n);
-    post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 101, .sges = {sge(rb, 0, 1 << 20)}, .raddr = tb.addr(), .rkey = tb.rkey()});
+    post(a,
+         {.op = IBV_WR_RDMA_READ, .wr_id = 101, .sges = {sge(rb, 0, 1 << 20)}, .raddr = tb.addr(), .rkey = tb.rkey()});
     for (int i = 0; i < 30; ++i)
-        post(a, {.op = IBV_WR_ATOMIC_FETCH_AND_ADD, .wr_id = uint64_t(200 + i), .sges = {sge(res, 0, 8)}, .flags = 0,
-                 .raddr = at.addr(), .rkey = at.rkey(), .swap = 1});
+        post(a,
+             {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+              .wr_id = uint64_t(200 + i),
+              .sges = {sge(res, 0, 8)},
+              .flags = 0,
+              .raddr = at.addr(),
+              .rkey = at.rkey(),
+              .swap = 1});
     post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 102, .sges = {sge(at, 8, 8)}, .raddr = at.addr(), .rkey = at.rkey()});
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 100, IBV_WC_RDMA_WRITE));
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 101, IBV_WC_RDMA_READ, 1 << 20));
     check_wc(__LINE__, POLL1(a.scq), send_want(a, 102, IBV_WC_RDMA_READ, 8));
     SAME(tb.p, sb.p, 1 << 20, "written data");
     SAME(rb.p, sb.p, 1 << 20, "read data");
-    CHECK_EQ(*reinterpret_cast<uint64_t*>(at.p), 30);   // each add exactly once
+    CHECK_EQ(*reinterpret_cast<uint64_t*>(at.p), 30);  // each add exactly once
     CHECK_EQ(*reinterpret_cast<uint64_t*>(at.p + 8), 30);
     // UC: lost packets lose whole messages, never corrupt one or skip a receive
     QpOpts u;
@@ -1657,8 +1741,12 @@ CASE(destroy_busy) {
         ibv_mr* mr = ibv_reg_mr(d.pd, m, n, kAll);
         CHECK(mr);
         for (int i = 0; i < 8; ++i)
-            post(a, {.op = IBV_WR_RDMA_WRITE, .wr_id = uint64_t(i), .sges = {sge(sb, 0, n)},
-                     .raddr = reinterpret_cast<uint64_t>(m), .rkey = mr->rkey});
+            post(a,
+                 {.op = IBV_WR_RDMA_WRITE,
+                  .wr_id = uint64_t(i),
+                  .sges = {sge(sb, 0, n)},
+                  .raddr = reinterpret_cast<uint64_t>(m),
+                  .rkey = mr->rkey});
         // the first write lands; the MR goes while the next ones are on the wire
         check_wc(__LINE__, POLL1(a.scq), send_want(a, 0, IBV_WC_RDMA_WRITE));
         CHECK_OK(ibv_dereg_mr(mr));
@@ -1684,8 +1772,12 @@ CASE(destroy_busy) {
         o.retry = 1;
         auto [a, b] = pair(d, o);
         Buf src = mkbuf(d.pd, 1 << 20), dst = mkbuf(d.pd, 1 << 20);
-        post(a, {.op = IBV_WR_RDMA_READ, .wr_id = 1, .sges = {sge(dst, 0, 1 << 20)}, .raddr = src.addr(),
-                 .rkey = src.rkey()});
+        post(a,
+             {.op = IBV_WR_RDMA_READ,
+              .wr_id = 1,
+              .sges = {sge(dst, 0, 1 << 20)},
+              .raddr = src.addr(),
+              .rkey = src.rkey()});
         CHECK_OK(ibv_destroy_qp(b.qp));
         ibv_wc wc = POLL1(a.scq);
         CHECK(wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_RETRY_EXC_ERR);
@@ -1701,7 +1793,7 @@ CASE(destroy_busy) {
 struct Raw {
     Q q;
     mlx5dv_qp dv{};
-    uint32_t pi = 0;   // basic blocks posted
+    uint32_t pi = 0;  // basic blocks posted
 };
 
 Raw raw_qp(Dev& d) {
@@ -1879,5 +1971,5 @@ int main(int argc, char** argv) {
     it->second();
     printf("uvsim_verify %s: PASS (%llu ms)\n", g_case, (unsigned long long)(ms_now() - t0));
     fflush(stdout);
-    _exit(0);   // the model thread lives on; no destructors race it
+    _exit(0);  // the model thread lives on; no destructors race it
 }

@@ -1,0 +1,417 @@
+// The mlx5 provider: matching, the context open against mlx5_ib (user
+// context negotiation, UAR pages, core clock), device queries, PD and MR.
+// See mlx5.h for the layout of the provider; tests/uverbs-sim/doc/
+// mlx5-contract.md for the kernel contract this follows.
+#include "providers/mlx5/mlx5.h"
+
+#include "util/immortal.h"
+
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace rdma::mlx5 {
+
+using namespace rdma::verbs;
+
+namespace {
+
+// The kernel's UAR pages are 4 KiB whatever the system page size; each
+// carries two doorbell registers usable by user space at 0x800 (and
+// 0x800 + bf_reg_size). The library numbers four slots per UAR, the last
+// two never handed out, and the kernel's bfreg_index uses that numbering.
+constexpr long kUarSize = 4096;
+constexpr uint32_t kBfregsPerUar = 2;
+constexpr uint32_t kSlotsPerUar = 4;
+constexpr uint32_t kBfOffset = 0x800;
+constexpr uint32_t kCqDoorbellOffset = 0x20;
+constexpr uint32_t kMaxBfregs = 512 * kBfregsPerUar;
+// CQE layout version 1: every CQE carries the user index of its queue.
+constexpr uint8_t kCqeVersion1 = 1;
+
+// What the library can do with the answer (lib_caps). 4 KiB UARs only: a
+// kernel that also offers dynamic UARs then keeps the static model, where
+// every doorbell page is mapped at open.
+constexpr uint64_t kLibCaps = MLX5_LIB_CAP_4K_UAR;
+
+int env_int(const char* name, int fallback) {
+    const char* v = getenv(name);
+    return v ? atoi(v) : fallback;
+}
+
+// The mmap offset of one page of the uverbs file: command and index.
+off_t mmap_offset(long page, uint32_t cmd, uint32_t index) {
+    return static_cast<off_t>(((cmd << 8) | (index & 0xff)) | ((index >> 8) << 16)) * page;
+}
+
+}  // namespace
+
+Env read_env() {
+    Env e;
+    const long page = sysconf(_SC_PAGESIZE);
+    // The bfreg count: at least one system page's worth of UARs, rounded
+    // up to whole UARs, and no more than the kernel's table.
+    int total = env_int("MLX5_TOTAL_UUARS", e.total_uuars);
+    if (total < 1) {
+        e.error = EINVAL;
+        return e;
+    }
+    const int per_page = static_cast<int>(page / kUarSize * kBfregsPerUar);
+    if (total < per_page)
+        total = per_page;
+    total = (total + kBfregsPerUar - 1) / kBfregsPerUar * kBfregsPerUar;
+    if (total > static_cast<int>(kMaxBfregs)) {
+        e.error = ENOMEM;
+        return e;
+    }
+    e.total_uuars = total;
+    // Dedicated (low-latency) registers: four unless set, never fewer than
+    // those beyond the twelve shared medium ones; one must stay shared. A
+    // negative setting is refused as invalid, too many as a lack of room.
+    int low = env_int("MLX5_NUM_LOW_LAT_UUARS", 4);
+    if (low < 0) {
+        e.error = EINVAL;
+        return e;
+    }
+    if (low < total - 12)
+        low = total - 12;
+    if (low > total - 1) {
+        e.error = ENOMEM;
+        return e;
+    }
+    e.low_lat_uuars = low;
+    e.shut_up_bf = env_int("MLX5_SHUT_UP_BF", 0) != 0;
+    e.single_threaded = env_int("MLX5_SINGLE_THREADED", 0) == 1;
+    e.prefer_bf = env_int("MLX5_POST_SEND_PREFER_BF", 0) != 0;
+    e.cqe_size = env_int("MLX5_CQE_SIZE", 64);
+    e.scatter_to_cqe = env_int("MLX5_SCATTER_TO_CQE", 1);
+    e.stall_cq_poll = env_int("MLX5_STALL_CQ_POLL", 0);
+    if (const char* m = getenv("MLX5_DEBUG_MASK"))
+        e.debug_mask = static_cast<uint32_t>(strtoul(m, nullptr, 0));
+    return e;
+}
+
+void format_fw_ver(uint64_t raw, char* out, size_t len) {
+    snprintf(out, len, "%d.%d.%04d", static_cast<int>((raw >> 32) & 0xffff), static_cast<int>((raw >> 16) & 0xffff),
+             static_cast<int>(raw & 0xffff));
+}
+
+// ------------------------------------------------------------------ context
+
+Mlx5Context::Mlx5Context(Device& device, int cmd_fd) : Context(device, cmd_fd) {}
+
+Mlx5Context::~Mlx5Context() {
+    for (void* p : uar_pages_)
+        munmap(p, static_cast<size_t>(page_size_));
+    if (clock_page_)
+        munmap(clock_page_, static_cast<size_t>(page_size_));
+}
+
+void* Mlx5Context::cq_doorbell() const {
+    return uar_pages_.empty() ? nullptr : static_cast<char*>(uar_pages_[0]) + kCqDoorbellOffset;
+}
+
+int Mlx5Context::open() {
+    page_size_ = sysconf(_SC_PAGESIZE);
+    env_ = read_env();
+    if (env_.error)
+        return env_.error;
+    if (int e = get_context())
+        return e;
+    if (int e = map_uars(page_size_))
+        return e;
+    probe_device();
+    return 0;
+}
+
+// GET_CONTEXT with the mlx5 request. Kernels differ in how much of the
+// request they know: the full struct is tried first, then without lib_caps,
+// then without max_cqe_version's tail, and the whole ladder again without
+// DEVX if the kernel refused every DEVX attempt. The first accepted wins.
+int Mlx5Context::get_context() {
+    mlx5_ib_alloc_ucontext_req_v2 req{};
+    req.total_num_bfregs = static_cast<uint32_t>(env_.total_uuars);
+    req.num_low_latency_bfregs = static_cast<uint32_t>(env_.low_lat_uuars);
+    req.max_cqe_version = kCqeVersion1;
+    req.lib_caps = kLibCaps;
+    constexpr size_t kLengths[] = {
+        sizeof(mlx5_ib_alloc_ucontext_req_v2),
+        offsetof(mlx5_ib_alloc_ucontext_req_v2, lib_caps),
+        offsetof(mlx5_ib_alloc_ucontext_req_v2, reserved0),
+    };
+    mlx5_ib_alloc_ucontext_resp resp{};
+    int err = EINVAL;
+    bool done = false;
+    for (uint32_t flags : {uint32_t(MLX5_IB_ALLOC_UCTX_DEVX), uint32_t(0)}) {
+        req.flags = flags;
+        for (size_t len : kLengths) {
+            std::memset(&resp, 0, sizeof(resp));
+            err = init_kernel_context(&req, len, &resp, sizeof(resp));
+            if (!err) {
+                done = true;
+                break;
+            }
+        }
+        if (done)
+            break;
+    }
+    if (!done)
+        return err;
+
+    caps_.bf_reg_size = resp.bf_reg_size;
+    caps_.tot_bfregs = resp.tot_bfregs;
+    caps_.cache_line_size = resp.cache_line_size;
+    caps_.max_sq_desc_sz = resp.max_sq_desc_sz;
+    caps_.max_rq_desc_sz = resp.max_rq_desc_sz;
+    caps_.max_send_wqebb = resp.max_send_wqebb;
+    caps_.max_recv_wr = resp.max_recv_wr;
+    caps_.max_srq_recv_wr = resp.max_srq_recv_wr;
+    caps_.num_ports = resp.num_ports;
+    caps_.cqe_version = resp.cqe_version;
+    caps_.cmds_supp_uhw = resp.cmds_supp_uhw;
+    caps_.eth_min_inline = resp.eth_min_inline;
+    caps_.comp_mask = resp.comp_mask;
+    caps_.dump_fill_mkey = resp.dump_fill_mkey;
+    // Completions are parsed in the version-1 layout (user index in every
+    // CQE), which every ConnectX-4 and later kernel grants.
+    if (caps_.cqe_version != kCqeVersion1) {
+        fprintf(stderr, "mlx5: kernel granted CQE version %u, only version 1 is supported\n", caps_.cqe_version);
+        return EINVAL;
+    }
+    if (resp.log_uar_size == 0 && resp.num_uars_per_page == 0) {
+        // An old kernel: one UAR per system page.
+        uar_size_log_ = 0;
+        uars_per_page_ = 1;
+    } else {
+        uar_size_log_ = resp.log_uar_size;
+        uars_per_page_ = resp.num_uars_per_page;
+    }
+    if (caps_.comp_mask & MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET)
+        map_core_clock(page_size_, resp.hca_core_clock_offset);
+    return 0;
+}
+
+// Static UARs: tot_bfregs registers, two per UAR, uars_per_page UARs per
+// system page; each page mapped once. MLX5_SHUT_UP_BF asks for non-cached
+// mappings first.
+int Mlx5Context::map_uars(long page) {
+    if (caps_.tot_bfregs == 0) {
+        // Dynamic UARs only: this library did not offer DYN_UAR, so a
+        // kernel answering this way is not one it can drive.
+        return EOPNOTSUPP;
+    }
+    const uint32_t per_page = uars_per_page_ ? uars_per_page_ : 1;
+    const uint32_t uar_bytes = uar_size_log_ ? (1u << uar_size_log_) : static_cast<uint32_t>(page);
+    const uint32_t pages = caps_.tot_bfregs / (per_page * kBfregsPerUar);
+    if (pages == 0)
+        return EINVAL;
+    uar_pages_.reserve(pages);
+    bfregs_.assign(static_cast<size_t>(pages) * per_page * kSlotsPerUar, Bfreg{});
+    for (uint32_t i = 0; i < pages; ++i) {
+        void* p = MAP_FAILED;
+        if (env_.shut_up_bf)
+            p = mmap(nullptr, static_cast<size_t>(page), PROT_WRITE, MAP_SHARED, cmd_fd(),
+                     mmap_offset(page, MLX5_IB_MMAP_NC_PAGE, i));
+        if (p == MAP_FAILED)
+            p = mmap(nullptr, static_cast<size_t>(page), PROT_WRITE, MAP_SHARED, cmd_fd(),
+                     mmap_offset(page, MLX5_IB_MMAP_REGULAR_PAGE, i));
+        if (p == MAP_FAILED)
+            return errno ? errno : ENOMEM;
+        uar_pages_.push_back(p);
+        for (uint32_t j = 0; j < per_page; ++j) {
+            for (uint32_t k = 0; k < kBfregsPerUar; ++k) {
+                const uint32_t index = (i * per_page + j) * kSlotsPerUar + k;
+                Bfreg& b = bfregs_[index];
+                b.reg = static_cast<char*>(p) + j * uar_bytes + kBfOffset + k * caps_.bf_reg_size;
+                // Register 0 is shared by every QP without its own: never
+                // BlueFlame. MLX5_SHUT_UP_BF turns BlueFlame off for all.
+                b.buf_size = (index == 0 || env_.shut_up_bf) ? 0 : caps_.bf_reg_size / 2;
+            }
+        }
+    }
+    return 0;
+}
+
+// The core clock page: read-only, the counter at `offset` inside it. A
+// failure only costs the raw clock (completion timestamps, mlx5dv).
+void Mlx5Context::map_core_clock(long page, uint64_t offset) {
+    void* p = mmap(nullptr, static_cast<size_t>(page), PROT_READ, MAP_SHARED, cmd_fd(),
+                   mmap_offset(page, MLX5_IB_MMAP_CORE_CLOCK, 0));
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "mlx5: the device has a core clock, but its page could not be mapped\n");
+        return;
+    }
+    clock_page_ = p;
+    core_clock_ = reinterpret_cast<const volatile uint32_t*>(static_cast<char*>(p) + (offset % page));
+}
+
+// What objects need to know before the application asks: the atomic
+// capability (QPs get atomics only when the device has them) and the link
+// layer of each port. A failed query leaves the capability absent, as in
+// the reference; it does not fail the open.
+void Mlx5Context::probe_device() {
+    ibv_device_attr_ex attr{};
+    if (query_device_ex(nullptr, &attr, sizeof(attr)) == 0) {
+        caps_.atomic_cap = attr.orig_attr.atomic_cap;
+        caps_.device_cap_flags_ex = attr.device_cap_flags_ex;
+    }
+    const unsigned ports = caps_.num_ports < 2 ? caps_.num_ports : 2;
+    for (unsigned p = 1; p <= ports; ++p) {
+        ibv_port_attr pa{};
+        if (query_port(static_cast<uint8_t>(p), &pa, sizeof(pa)) == 0)
+            caps_.link_layer[p - 1] = pa.link_layer;
+    }
+}
+
+int Mlx5Context::query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size) {
+    uint64_t raw_fw = 0;
+    mlx5_ib_query_device_resp drv{};
+    Udata u;
+    if ((caps_.cmds_supp_uhw & MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE) && attr_size > sizeof(ibv_device_attr)) {
+        u.out = &drv;
+        u.out_len = sizeof(drv);
+    }
+    if (int e = cmd_query_device_ex(input, attr, attr_size, &raw_fw, u))
+        return e;
+    format_fw_ver(raw_fw, attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver));
+    // The driver's part: offload capabilities the core response lacks.
+    auto fits = [&](size_t end) { return attr_size >= end; };
+    using A = ibv_device_attr_ex;
+    if (u.out && fits(offsetof(A, tso_caps) + sizeof(attr->tso_caps))) {
+        attr->tso_caps.max_tso = drv.tso_caps.max_tso;
+        attr->tso_caps.supported_qpts = drv.tso_caps.supported_qpts;
+    }
+    if (u.out && fits(offsetof(A, rss_caps) + sizeof(attr->rss_caps))) {
+        attr->rss_caps.rx_hash_fields_mask = drv.rss_caps.rx_hash_fields_mask;
+        attr->rss_caps.rx_hash_function = drv.rss_caps.rx_hash_function;
+    }
+    if (u.out && fits(offsetof(A, packet_pacing_caps) + sizeof(attr->packet_pacing_caps))) {
+        attr->packet_pacing_caps.qp_rate_limit_min = drv.packet_pacing_caps.qp_rate_limit_min;
+        attr->packet_pacing_caps.qp_rate_limit_max = drv.packet_pacing_caps.qp_rate_limit_max;
+        attr->packet_pacing_caps.supported_qpts = drv.packet_pacing_caps.supported_qpts;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------- PD
+
+ibv_pd* Mlx5Context::alloc_pd() {
+    Mlx5Pd* pd = create_object<Mlx5Pd>([&](Mlx5Pd& p) {
+        mlx5_ib_alloc_pd_resp resp{};
+        int e = cmd_alloc_pd(&p.pd, Udata{nullptr, 0, &resp, sizeof(resp)});
+        p.pdn = resp.pdn;
+        return e;
+    });
+    return pd ? &pd->pd : nullptr;
+}
+
+// EBUSY while objects still use it: the PD stays valid.
+int Mlx5Context::dealloc_pd(ibv_pd* pd) {
+    return destroy_object(reinterpret_cast<Mlx5Pd*>(pd), [&](Mlx5Pd& p) { return cmd_dealloc_pd(&p.pd); });
+}
+
+// ---------------------------------------------------------------------- MR
+
+ibv_mr* Mlx5Context::reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access) {
+    VerbsMr* mr = create_object<VerbsMr>([&](VerbsMr& m) { return cmd_reg_mr(pd, addr, length, hca_va, access, &m); });
+    return mr ? &mr->mr : nullptr;
+}
+
+int Mlx5Context::rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+    return cmd_rereg_mr(mr, flags, pd, addr, length, access);
+}
+
+int Mlx5Context::dereg_mr(VerbsMr* mr) {
+    return destroy_object(mr, [&](VerbsMr& m) { return cmd_dereg_mr(&m); });
+}
+
+// ------------------------------------------------------------ the provider
+
+namespace {
+
+// The devices this provider created. is_mlx5_dev() looks a device up here
+// instead of reading our private part behind it: the mlx5dv_* entry points
+// may be handed any ibv_device, also one no provider of ours made.
+std::mutex g_devices_mu;
+std::vector<const ibv_device*>& devices() { return immortal<std::vector<const ibv_device*>>(); }
+
+class Mlx5Device final : public Device {
+public:
+    Mlx5Device(const Provider& p, const SysfsDevice& s) : Device(p, s) {
+        std::lock_guard<std::mutex> lk(g_devices_mu);
+        devices().push_back(ibv());
+    }
+    ~Mlx5Device() override {
+        std::lock_guard<std::mutex> lk(g_devices_mu);
+        auto& v = devices();
+        std::erase(v, ibv());
+    }
+
+    Context* open_context(int cmd_fd, void*) override {
+        return open_provider_context<Mlx5Context>(*this, cmd_fd, [](Mlx5Context& c) { return c.open(); });
+    }
+};
+
+constexpr uint16_t kMellanox = 0x15b3;
+
+// The reference's table: Connect-IB and ConnectX-4 through ConnectX-8 with
+// their virtual functions, BlueField 1 to 3, and the ids newer kernels added.
+constexpr MatchEntry kMatch[] = {
+    match_driver_id(RDMA_DRIVER_MLX5),  // a kernel that reports its driver
+    match_pci(kMellanox, 0x1011),  // Connect-IB
+    match_pci(kMellanox, 0x1012),  // Connect-IB VF
+    match_pci(kMellanox, 0x1013),  // ConnectX-4
+    match_pci(kMellanox, 0x1014),  // ConnectX-4 VF
+    match_pci(kMellanox, 0x1015),  // ConnectX-4 Lx
+    match_pci(kMellanox, 0x1016),  // ConnectX-4 Lx VF
+    match_pci(kMellanox, 0x1017),  // ConnectX-5
+    match_pci(kMellanox, 0x1018),  // ConnectX-5 VF
+    match_pci(kMellanox, 0x1019),  // ConnectX-5 Ex
+    match_pci(kMellanox, 0x101a),  // ConnectX-5 Ex VF
+    match_pci(kMellanox, 0x101b),  // ConnectX-6
+    match_pci(kMellanox, 0x101c),  // ConnectX-6 VF
+    match_pci(kMellanox, 0x101d),  // ConnectX-6 Dx
+    match_pci(kMellanox, 0x101e),  // ConnectX family VF
+    match_pci(kMellanox, 0x101f),  // ConnectX-6 Lx
+    match_pci(kMellanox, 0x1021),  // ConnectX-7
+    match_pci(kMellanox, 0x1023),  // ConnectX-8
+    match_pci(kMellanox, 0x1025),      match_pci(kMellanox, 0x1027),
+    match_pci(kMellanox, 0x2101),      match_pci(kMellanox, 0xa2d2),  // BlueField
+    match_pci(kMellanox, 0xa2d3),  // BlueField VF
+    match_pci(kMellanox, 0xa2d6),  // BlueField-2
+    match_pci(kMellanox, 0xa2dc),  // BlueField-3
+    match_pci(kMellanox, 0xa2df),
+};
+
+const Provider kMlx5{
+    "mlx5",
+    1,
+    1,
+    kMatch,
+    [](const SysfsDevice& sysfs, const MatchEntry*) -> Device* { return new Mlx5Device(kMlx5, sysfs); },
+};
+
+[[gnu::constructor]] void register_mlx5() { register_provider(kMlx5); }
+
+}  // namespace
+
+bool is_mlx5_dev(const ibv_device* device) {
+    if (!device)
+        return false;
+    std::lock_guard<std::mutex> lk(g_devices_mu);
+    const auto& v = devices();
+    return std::find(v.begin(), v.end(), device) != v.end();
+}
+
+bool is_mlx5_ctx(const ibv_context* context) { return context && is_mlx5_dev(context->device); }
+
+}  // namespace rdma::mlx5
