@@ -178,7 +178,10 @@ int Riostream::recv_xfer(int size, std::uint8_t marker) {
         if (spins % kSpinsPerCheck)
             continue;
         pollfd pfd{.fd = fd_, .events = 0, .revents = 0};
-        if (rpoll(&pfd, 1, 1) > 0 && (pfd.revents & (POLLERR | POLLHUP))) {
+        // The peer's last write lands before its disconnect does (one RC
+        // queue): a hang-up seen right after the write arrived is no
+        // error, so the marker is looked at once more first.
+        if (rpoll(&pfd, 1, 1) > 0 && (pfd.revents & (POLLERR | POLLHUP)) && *poll_byte_ != marker) {
             errno = ECONNRESET;
             std::perror("rpoll");
             return -1;
