@@ -251,6 +251,9 @@ public:
     virtual int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
     // Called for every async event before it reaches the application.
     virtual void async_event(ibv_async_event* event) {}
+    // Called by ibv_get_cq_event for every completion event read (hardware
+    // providers count them for their arm doorbells). Must not throw.
+    virtual void cq_event(ibv_cq* cq) {}
 
     // Objects another context created, found by their kernel handle
     // (ibv_import_pd/mr/dm; nullptr + errno, EOPNOTSUPP by default), and
@@ -405,6 +408,11 @@ Context* open_provider_context(Device& device, int cmd_fd, Open&& open) {
     }
     return ctx;
 }
+
+// Keep provider-allocated DMA memory (queue rings, doorbell records) out
+// of forked children once ibv_fork_init was called (libibverbs exports).
+extern "C" int ibv_dontfork_range(void* base, size_t size);
+extern "C" int ibv_dofork_range(void* base, size_t size);
 
 // "a.b.c" from the 64-bit firmware version the kernel reports.
 RDMA_EXPORT void format_fw_ver(uint64_t raw, char* out, size_t len);

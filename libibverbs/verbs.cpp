@@ -182,6 +182,7 @@ RDMA_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** 
         return -1;
     *cq = reinterpret_cast<ibv_cq*>(static_cast<uintptr_t>(ev.cq_handle));
     *cq_context = (*cq)->cq_context;
+    Context::from((*cq)->context)->cq_event(*cq);
     return 0;
 }
 

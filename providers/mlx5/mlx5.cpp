@@ -91,7 +91,9 @@ Env read_env() {
     e.low_lat_uuars = low;
     e.shut_up_bf = env_int("MLX5_SHUT_UP_BF", 0) != 0;
     e.single_threaded = env_int("MLX5_SINGLE_THREADED", 0) == 1;
-    e.prefer_bf = env_int("MLX5_POST_SEND_PREFER_BF", 0) != 0;
+    // BlueFlame for every lone WQE that fits unless set to "0".
+    if (const char* v = getenv("MLX5_POST_SEND_PREFER_BF"))
+        e.prefer_bf = strcmp(v, "0") != 0;
     e.cqe_size = env_int("MLX5_CQE_SIZE", 64);
     e.scatter_to_cqe = env_int("MLX5_SCATTER_TO_CQE", 1);
     e.stall_cq_poll = env_int("MLX5_STALL_CQ_POLL", 0);
@@ -114,6 +116,70 @@ Mlx5Context::~Mlx5Context() {
         munmap(p, static_cast<size_t>(page_size_));
     if (clock_page_)
         munmap(clock_page_, static_cast<size_t>(page_size_));
+    for (auto& b : uidx_table_)
+        delete b.load(std::memory_order_relaxed);
+    if (debug_file_)
+        fclose(debug_file_);
+}
+
+int64_t Mlx5Context::store_uidx(Mlx5Qp* qp) {
+    std::lock_guard lk(uidx_mu_);
+    for (uint32_t top = 0; top <= kUidxTopMask; ++top) {
+        UidxBlock* b = uidx_table_[top].load(std::memory_order_relaxed);
+        if (!b) {
+            b = new (std::nothrow) UidxBlock;
+            if (!b)
+                return -1;
+            uidx_table_[top].store(b, std::memory_order_release);
+        }
+        if (b->used == kUidxBlockMask + 1)
+            continue;
+        for (uint32_t i = 0; i <= kUidxBlockMask; ++i) {
+            if (!b->qps[i]) {
+                __atomic_store_n(&b->qps[i], qp, __ATOMIC_RELEASE);
+                ++b->used;
+                return static_cast<int64_t>(top << kUidxShift | i);
+            }
+        }
+    }
+    return -1;
+}
+
+void Mlx5Context::clear_uidx(uint32_t uidx) {
+    std::lock_guard lk(uidx_mu_);
+    UidxBlock* b = uidx_table_[(uidx >> kUidxShift) & kUidxTopMask].load(std::memory_order_relaxed);
+    if (b && b->qps[uidx & kUidxBlockMask]) {
+        b->qps[uidx & kUidxBlockMask] = nullptr;
+        --b->used;
+    }
+}
+
+// ------------------------------------------------------------- DMA memory
+
+int DmaBuf::alloc(size_t size) {
+    reset();
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t len = (size + page - 1) / page * page;
+    void* p = nullptr;
+    if (posix_memalign(&p, page, len))
+        return ENOMEM;
+    std::memset(p, 0, len);
+    if (ibv_dontfork_range(p, len)) {
+        free(p);
+        return ENOMEM;
+    }
+    addr_ = static_cast<uint8_t*>(p);
+    size_ = len;
+    return 0;
+}
+
+void DmaBuf::reset() {
+    if (!addr_)
+        return;
+    ibv_dofork_range(addr_, size_);
+    free(addr_);
+    addr_ = nullptr;
+    size_ = 0;
 }
 
 void* Mlx5Context::cq_doorbell() const {
@@ -125,6 +191,15 @@ int Mlx5Context::open() {
     env_ = read_env();
     if (env_.error)
         return env_.error;
+    if (const char* path = getenv("MLX5_DEBUG_FILE"))
+        debug_file_ = fopen(path, "a");
+    gethostname(hostname_, sizeof(hostname_) - 1);
+    ibv_context_ops& ops = ibv()->ops;
+    ops.poll_cq = poll_cq;
+    ops.req_notify_cq = arm_cq;
+    ops.post_send = post_send;
+    ops.post_recv = post_recv;
+    ops.post_srq_recv = post_srq_recv;
     if (int e = get_context())
         return e;
     if (int e = map_uars(page_size_))
@@ -215,7 +290,13 @@ int Mlx5Context::map_uars(long page) {
     if (pages == 0)
         return EINVAL;
     uar_pages_.reserve(pages);
-    bfregs_.assign(static_cast<size_t>(pages) * per_page * kSlotsPerUar, Bfreg{});
+    nbfregs_ = pages * per_page * kSlotsPerUar;
+    bfregs_.reset(new (std::nothrow) Bfreg[nbfregs_]);
+    if (!bfregs_)
+        return ENOMEM;
+    // The kernel hands out the last low_lat_uuars registers one QP each
+    // and shares the others (but register 0) between QPs.
+    const uint32_t dedicated_from = caps_.tot_bfregs - static_cast<uint32_t>(env_.low_lat_uuars);
     for (uint32_t i = 0; i < pages; ++i) {
         void* p = MAP_FAILED;
         if (env_.shut_up_bf)
@@ -235,6 +316,8 @@ int Mlx5Context::map_uars(long page) {
                 // Register 0 is shared by every QP without its own: never
                 // BlueFlame. MLX5_SHUT_UP_BF turns BlueFlame off for all.
                 b.buf_size = (index == 0 || env_.shut_up_bf) ? 0 : caps_.bf_reg_size / 2;
+                const uint32_t usable = (i * per_page + j) * kBfregsPerUar + k;
+                b.shared = index != 0 && usable < dedicated_from && !env_.single_threaded;
             }
         }
     }

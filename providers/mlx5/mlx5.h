@@ -4,15 +4,23 @@
 // mlx5dv_* entry points and the plugin share one copy of every object.
 //
 // This file: the device, the context (what GET_CONTEXT negotiated, the UAR
-// pages and their doorbell registers, the core clock page) and the
-// environment knobs. mlx5.cpp implements them.
+// pages and their doorbell registers, the core clock page), the environment
+// knobs, and the queue objects (CQ, QP, SRQ, AH) whose rings live in our
+// memory and which the device reads and writes directly. mlx5.cpp
+// implements the context; cq.cpp, qp.cpp, srq.cpp and ah.cpp the objects.
 #pragma once
 
 #include "libibverbs/driver.h"
+#include "providers/mlx5/mlx5dv.h"
+#include "util/spinlock.h"
 
 #include <rdma/mlx5-abi.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace rdma::mlx5 {
@@ -25,7 +33,7 @@ struct Env {
     int low_lat_uuars = 4;  // MLX5_NUM_LOW_LAT_UUARS
     bool shut_up_bf = false;  // MLX5_SHUT_UP_BF: map UARs non-cached, no BlueFlame
     bool single_threaded = false;  // MLX5_SINGLE_THREADED: no locks on queues
-    bool prefer_bf = false;  // MLX5_POST_SEND_PREFER_BF
+    bool prefer_bf = true;  // MLX5_POST_SEND_PREFER_BF
     int cqe_size = 64;  // MLX5_CQE_SIZE (64 or 128)
     int scatter_to_cqe = 1;  // MLX5_SCATTER_TO_CQE
     int stall_cq_poll = 0;  // MLX5_STALL_CQ_POLL
@@ -38,12 +46,25 @@ struct Env {
 // Reads the variables from the process environment.
 Env read_env();
 
+// The smallest power of two >= v (v <= 2^31).
+inline uint32_t roundup_pow2(uint32_t v) {
+    uint32_t n = 1;
+    while (n < v)
+        n <<= 1;
+    return n;
+}
+
 // One doorbell register of a UAR page ("bfreg" in the kernel's words): the
 // 8-byte doorbell, followed by buf_size bytes of BlueFlame buffer when the
-// device writes-combine.
+// device writes-combine. Each BlueFlame write goes to one of two halves
+// (offset toggles 0 / buf_size), so consecutive writes never merge; a
+// register the kernel shares between QPs needs its lock around that.
 struct Bfreg {
     void* reg = nullptr;
     uint32_t buf_size = 0;
+    uint32_t offset = 0;
+    bool shared = false;  // medium-latency register: QPs take `lock`
+    SpinLock lock;
 };
 
 // Kernel facts the context open learned and every object needs.
@@ -67,6 +88,9 @@ struct Caps {
     uint8_t link_layer[2] = {};  // ports 1 and 2, IBV_LINK_LAYER_*
 };
 
+struct Mlx5Qp;
+struct Mlx5Srq;
+
 class Mlx5Context final : public verbs::Context {
 public:
     Mlx5Context(verbs::Device& device, int cmd_fd);
@@ -85,10 +109,43 @@ public:
     int rereg_mr(verbs::VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) override;
     int dereg_mr(verbs::VerbsMr* mr) override;
 
+    ibv_cq* create_cq(int cqe, ibv_comp_channel* channel, int comp_vector) override;
+    ibv_cq_ex* create_cq_ex(ibv_cq_init_attr_ex* attr) override;
+    int destroy_cq(ibv_cq* cq) override;
+    void cq_event(ibv_cq* cq) override;
+
+    ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) override;
+    ibv_qp* create_qp_ex(ibv_qp_init_attr_ex* attr) override;
+    int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) override;
+    int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) override;
+    int destroy_qp(ibv_qp* qp) override;
+
+    ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) override;
+    int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) override;
+    int query_srq(ibv_srq* srq, ibv_srq_attr* attr) override;
+    int destroy_srq(ibv_srq* srq) override;
+
+    ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) override;
+    int destroy_ah(ibv_ah* ah) override;
+
     const Env& env() const { return env_; }
     const Caps& caps() const { return caps_; }
+    // Where diagnostics go: the file MLX5_DEBUG_FILE names, or nowhere.
+    FILE* debug_file() const { return debug_file_; }
+    const char* hostname() const { return hostname_; }
     // The register a QP with the kernel's bfreg index uses, or null.
-    const Bfreg* bfreg(uint32_t index) const { return index < bfregs_.size() ? &bfregs_[index] : nullptr; }
+    Bfreg* bfreg(uint32_t index) { return index < nbfregs_ ? &bfregs_[index] : nullptr; }
+
+    // QPs by the user index their CQEs carry (CQE version 1). Lookups run
+    // on the poll path without a lock: a QP is entered before the kernel
+    // knows its index and removed only after the kernel destroyed it.
+    Mlx5Qp* qp_by_uidx(uint32_t uidx) const {
+        const auto* block = uidx_table_[(uidx >> kUidxShift) & kUidxTopMask].load(std::memory_order_acquire);
+        return block ? block->qps[uidx & kUidxBlockMask] : nullptr;
+    }
+    // The lowest free index for qp, or -1 (ENOMEM) when none is left.
+    int64_t store_uidx(Mlx5Qp* qp);
+    void clear_uidx(uint32_t uidx);
     // Where completion-queue arm doorbells go (UAR page 0, offset 0x20).
     void* cq_doorbell() const;
     // The free-running device clock (big-endian halves), null if unmapped.
@@ -99,11 +156,28 @@ private:
     int map_uars(long page);
     void map_core_clock(long page, uint64_t offset);
     void probe_device();
+    struct Mlx5Cq* new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags, bool single_threaded);
+    // send_ops: the ibv_wr_* operations asked for, 0 for the default set.
+    Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops);
+
+    // 2^24 user indices: 4096 blocks of 4096, allocated when first used.
+    static constexpr uint32_t kUidxShift = 12;
+    static constexpr uint32_t kUidxBlockMask = (1u << kUidxShift) - 1;
+    static constexpr uint32_t kUidxTopMask = (1u << (24 - kUidxShift)) - 1;
+    struct UidxBlock {
+        Mlx5Qp* qps[1u << kUidxShift] = {};
+        uint32_t used = 0;
+    };
+    std::atomic<UidxBlock*> uidx_table_[kUidxTopMask + 1] = {};
+    std::mutex uidx_mu_;
 
     Env env_;
     Caps caps_;
+    FILE* debug_file_ = nullptr;
+    char hostname_[64] = "";
     std::vector<void*> uar_pages_;  // mmapped system pages of static UARs
-    std::vector<Bfreg> bfregs_;  // indexed like the kernel's bfreg_index
+    std::unique_ptr<Bfreg[]> bfregs_;  // indexed like the kernel's bfreg_index
+    uint32_t nbfregs_ = 0;
     void* clock_page_ = nullptr;
     const volatile uint32_t* core_clock_ = nullptr;
     long page_size_ = 4096;
@@ -115,6 +189,170 @@ struct Mlx5Pd {
     ibv_pd pd;
     uint32_t pdn;
 };
+
+// Memory the device reads or writes: page aligned, zeroed, kept out of
+// forked children (as every DMA buffer of libibverbs' providers).
+class DmaBuf {
+public:
+    DmaBuf() = default;
+    DmaBuf(const DmaBuf&) = delete;
+    DmaBuf& operator=(const DmaBuf&) = delete;
+    ~DmaBuf() { reset(); }
+    // 0 or a positive errno.
+    int alloc(size_t size);
+    void reset();
+    uint8_t* get() const { return addr_; }
+    size_t size() const { return size_; }
+
+private:
+    uint8_t* addr_ = nullptr;
+    size_t size_ = 0;
+};
+
+// A completion queue: ncqe entries of cqe_size bytes in a ring we own; the
+// device writes CQEs and flips their owner bit once per pass.
+struct Mlx5Cq {
+    verbs::VerbsCq vcq;
+    OptionalSpinLock lock;
+    DmaBuf buf;
+    DmaBuf dbrec_buf;
+    volatile __be32* dbrec;  // [0] consumer index, [1] last arm request
+    uint32_t ncqe;  // a power of two
+    uint32_t cqe_size;  // 64 or 128
+    uint32_t cons_index;  // CQEs consumed so far (wraps at 2^32)
+    uint32_t cqn;
+    uint32_t arm_sn;  // completion events seen, for the arm doorbell
+    void* uar_db;  // where the arm doorbell is written
+    uint64_t wc_flags;  // what create_cq_ex asked to read
+    // Extended polling (start_poll .. end_poll): the current CQE, parsed,
+    // and its timestamp.
+    ibv_wc ex_wc;
+    uint64_t ex_ts;
+    ~Mlx5Cq();
+};
+
+// One work queue of a QP (the send or the receive side).
+struct Mlx5Wq {
+    OptionalSpinLock lock;
+    uint64_t* wrid = nullptr;  // per WQE slot (SQ: slot of the first WQEBB)
+    uint32_t* wqe_head = nullptr;  // SQ: the value of head after this WR
+    uint8_t* wc_opcode = nullptr;  // SQ: what the completion reports
+    uint8_t* start = nullptr;  // first WQE
+    uint32_t wqe_cnt = 0;  // power of two (SQ: WQEBBs, RQ: WQEs)
+    uint32_t wqe_shift = 0;
+    uint32_t max_post = 0;
+    uint32_t max_gs = 0;
+    uint32_t head = 0;  // WRs posted
+    uint32_t tail = 0;  // WRs completed
+    uint32_t cur_post = 0;  // SQ: WQEBBs posted
+    ~Mlx5Wq();
+};
+
+// Where the next segment of a send WQE being written goes.
+struct WqeCursor {
+    uint8_t* ctrl = nullptr;
+    uint8_t* seg = nullptr;
+    uint32_t size = 0;  // in 16-byte units, the control segment included
+    uint32_t idx = 0;  // the WQE's first basic block in the SQ
+};
+
+// An ibv_wr_* batch (between wr_start and wr_complete or wr_abort, under
+// the SQ lock): the WQE being built and what the doorbell will need.
+struct WrBatch {
+    WqeCursor cur;
+    uint32_t start_post = 0;  // cur_post at wr_start: abort goes back here
+    uint32_t nreq = 0;
+    int err = 0;  // the first failure; wr_complete returns it
+    bool open = false;  // a WQE waits for its setters
+    uint8_t pending = 0;  // setters it still needs (address, data)
+    uint8_t opcode = 0;  // ibv_wr_opcode
+    bool inl = false;
+    unsigned int flags = 0;
+    __be32 imm = 0;
+    uint64_t wr_id = 0;
+    uint8_t* last_ctrl = nullptr;
+    uint32_t last_size = 0;
+    bool last_inl = false;
+};
+
+struct Mlx5Qp {
+    verbs::VerbsQp vqp;
+    Mlx5Wq sq;
+    Mlx5Wq rq;
+    DmaBuf buf;  // RQ, then SQ
+    DmaBuf dbrec_buf;
+    volatile __be32* db;  // [0] receive counter, [1] send counter
+    uint8_t* sq_end;
+    Bfreg* bf;
+    uint32_t uidx;
+    uint32_t max_inline;
+    uint8_t sq_signal_bits;  // CQ_UPDATE when every WR is signaled
+    bool atomics;
+    bool uidx_stored;
+    WrBatch wr;
+};
+
+// A shared receive queue: WQEs in a free list (next_wqe_index links), the
+// device takes them in list order and names the one it used in the CQE.
+struct Mlx5Srq {
+    verbs::VerbsSrq vsrq;
+    OptionalSpinLock lock;
+    DmaBuf buf;
+    DmaBuf dbrec_buf;
+    volatile __be32* db;
+    uint64_t* wrid;
+    uint32_t max;  // WQE slots (power of two)
+    uint32_t max_gs;
+    uint32_t wqe_shift;
+    uint32_t head;
+    uint32_t tail;
+    uint32_t counter;  // WQEs posted (doorbell value)
+    uint32_t srqn;
+    ~Mlx5Srq();
+};
+
+struct Mlx5Ah {
+    ibv_ah ah;
+    mlx5_wqe_av av;
+    bool kernel;  // created by a kernel command (RoCE): destroy tells it
+};
+
+static_assert(std::is_standard_layout_v<Mlx5Cq> && std::is_standard_layout_v<Mlx5Qp> &&
+              std::is_standard_layout_v<Mlx5Srq> && std::is_standard_layout_v<Mlx5Ah>);
+
+inline Mlx5Cq* to_mcq(ibv_cq* cq) { return reinterpret_cast<Mlx5Cq*>(cq); }
+inline Mlx5Cq* to_mcq(ibv_cq_ex* cq) { return reinterpret_cast<Mlx5Cq*>(cq); }
+inline Mlx5Qp* to_mqp(ibv_qp* qp) { return reinterpret_cast<Mlx5Qp*>(qp); }
+inline Mlx5Srq* to_msrq(ibv_srq* srq) { return reinterpret_cast<Mlx5Srq*>(srq); }
+inline Mlx5Ah* to_mah(ibv_ah* ah) { return reinterpret_cast<Mlx5Ah*>(ah); }
+
+// Data path, stored in ibv_context::ops. Those that only touch our rings
+// and the UAR page are noexcept (none allocates or blocks).
+int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;
+int arm_cq(ibv_cq* cq, int solicited_only) noexcept;
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+void install_cq_ex_ops(Mlx5Cq& cq, bool single_threaded);
+void install_qp_ex_ops(ibv_qp_ex& qp);
+
+// Removes the CQEs of the QP with user index `uidx` from cq (a QP reset or
+// destroyed), handing back the SRQ WQEs they named.
+void clean_cq(Mlx5Cq* cq, uint32_t uidx, Mlx5Srq* srq);
+// An SRQ WQE the device used goes back to the free list.
+void free_srq_wqe(Mlx5Srq& srq, uint32_t index) noexcept;
+
+// Memory barriers between our stores and the device's reads: the doorbell
+// record after the WQEs; write-combined MMIO drained after a doorbell.
+inline void to_device_barrier() { std::atomic_thread_fence(std::memory_order_release); }
+inline void from_device_barrier() { std::atomic_thread_fence(std::memory_order_acquire); }
+inline void flush_wc_writes() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_sfence();
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
 
 inline Mlx5Context* to_mctx(ibv_context* c) { return static_cast<Mlx5Context*>(verbs::Context::from(c)); }
 

@@ -16,6 +16,8 @@
 #include <netinet/in.h>
 #include <rdma/rdma_user_rxe.h>
 
+#include "util/spinlock.h"
+
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -27,34 +29,7 @@
 
 namespace rdma::rxe {
 
-// One spinlock per queue side, as the reference keeps; ours is inline (an
-// exchange to take, a release store to drop) instead of a call into
-// libpthread through the PLT: the fast path saves the two calls and the
-// registers they force it to preserve. Lockable, for std::lock_guard.
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
-class SpinLock {
-public:
-    SpinLock() = default;
-    SpinLock(const SpinLock&) = delete;
-    SpinLock& operator=(const SpinLock&) = delete;
-    void lock() {
-        while (held_.exchange(true, std::memory_order_acquire)) {
-            while (held_.load(std::memory_order_relaxed))
-                cpu_relax();
-        }
-    }
-    void unlock() { held_.store(false, std::memory_order_release); }
-
-private:
-    std::atomic<bool> held_{false};
-};
+using rdma::SpinLock;
 
 // Index arithmetic on a mapped ring. Callers hold the lock of their side.
 namespace ring {

@@ -1,0 +1,465 @@
+// Completion queues: a ring of CQEs in our memory that the device fills.
+// A CQE at consumer count n is ours when its opcode is valid and its owner
+// bit equals the parity of the ring pass n / ncqe. Polling parses it into
+// an ibv_wc, retires the WQE it names, and publishes the consumer index in
+// the doorbell record; arming writes the record and the UAR doorbell.
+// See tests/uverbs-sim/doc/mlx5-contract.md §4.3, §4.4 and §6.
+#include "providers/mlx5/mlx5.h"
+
+#include <endian.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+namespace rdma::mlx5 {
+
+using namespace rdma::verbs;
+
+Mlx5Cq::~Mlx5Cq() = default;
+
+namespace {
+
+// The fields ibv_cq_ex can read back from our CQEs.
+constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+    IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |
+    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+constexpr uint32_t kMaxCqe = 1u << 24;
+
+// The CQE proper of slot `index`: with 128-byte entries the second half.
+inline mlx5_cqe64* cqe_at(const Mlx5Cq* cq, uint32_t index) {
+    uint8_t* slot = cq->buf.get() + static_cast<size_t>(index & (cq->ncqe - 1)) * cq->cqe_size;
+    return reinterpret_cast<mlx5_cqe64*>(slot + cq->cqe_size - sizeof(mlx5_cqe64));
+}
+
+inline uint8_t load_op_own(const mlx5_cqe64* cqe) { return __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE); }
+
+// The CQE at consumer count n if the device has written it, else null.
+inline mlx5_cqe64* sw_cqe(const Mlx5Cq* cq, uint32_t n) {
+    mlx5_cqe64* cqe = cqe_at(cq, n);
+    const uint8_t op_own = load_op_own(cqe);
+    const bool owner = op_own & MLX5_CQE_OWNER_MASK;
+    if ((op_own >> 4) == MLX5_CQE_INVALID || owner != static_cast<bool>(n & cq->ncqe))
+        return nullptr;
+    return cqe;
+}
+
+inline void publish_ci(Mlx5Cq* cq) {
+    to_device_barrier();
+    cq->dbrec[0] = htobe32(cq->cons_index & 0xffffff);
+}
+
+ibv_wc_status syndrome_status(uint8_t syndrome) {
+    switch (syndrome) {
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR: return IBV_WC_LOC_LEN_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR: return IBV_WC_MW_BIND_ERR;
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR: return IBV_WC_BAD_RESP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR: return IBV_WC_LOC_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR: return IBV_WC_REM_OP_ERR;
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR: return IBV_WC_REM_ABORT_ERR;
+    default: return IBV_WC_GENERAL_ERR;
+    }
+}
+
+// An error CQE other than a flush or an exhausted retry is worth a look:
+// with MLX5_DEBUG_FILE set it goes there with the CQE's 64 bytes, 16 bytes
+// a line (without it, as in the reference's default build, nowhere).
+void report_error_cqe(Mlx5Context& ctx, const mlx5_cqe64* cqe) {
+    FILE* out = ctx.debug_file();
+    if (!out)
+        return;
+    const auto* w = reinterpret_cast<const uint32_t*>(cqe);
+    fprintf(out, "mlx5: %s: got completion with error:\n", ctx.hostname());
+    for (int i = 0; i < 16; i += 4)
+        fprintf(out, "%08x %08x %08x %08x\n", be32toh(w[i]), be32toh(w[i + 1]), be32toh(w[i + 2]), be32toh(w[i + 3]));
+}
+
+// The send WQE a requester CQE names: its wr_id, and everything posted
+// before it is retired with it (unsignaled WRs complete silently).
+inline uint32_t retire_send(Mlx5Qp* qp, const mlx5_cqe64* cqe) {
+    const uint32_t idx = be16toh(cqe->wqe_counter) & (qp->sq.wqe_cnt - 1);
+    qp->sq.tail = qp->sq.wqe_head[idx] + 1;
+    return idx;
+}
+
+// The receive WQE a responder CQE consumed: the RQ's next one in order, or
+// the SRQ WQE the CQE names.
+inline uint64_t take_recv(Mlx5Qp* qp, const mlx5_cqe64* cqe) {
+    if (ibv_srq* s = qp->vqp.qp()->srq) {
+        Mlx5Srq* srq = to_msrq(s);
+        const uint32_t idx = be16toh(cqe->wqe_counter);
+        const uint64_t id = srq->wrid[idx & (srq->max - 1)];
+        free_srq_wqe(*srq, idx);
+        return id;
+    }
+    const uint64_t id = qp->rq.wrid[qp->rq.tail & (qp->rq.wqe_cnt - 1)];
+    ++qp->rq.tail;
+    return id;
+}
+
+void fill_requester(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe) {
+    const uint32_t idx = retire_send(qp, cqe);
+    wc->wr_id = qp->sq.wrid[idx];
+    wc->status = IBV_WC_SUCCESS;
+    const uint8_t opcode = static_cast<uint8_t>(be32toh(cqe->sop_drop_qpn) >> 24);
+    switch (opcode) {
+    case MLX5_OPCODE_RDMA_WRITE_IMM: wc->wc_flags |= IBV_WC_WITH_IMM; [[fallthrough]];
+    case MLX5_OPCODE_RDMA_WRITE: wc->opcode = IBV_WC_RDMA_WRITE; break;
+    case MLX5_OPCODE_SEND_IMM: wc->wc_flags |= IBV_WC_WITH_IMM; [[fallthrough]];
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_INVAL: wc->opcode = IBV_WC_SEND; break;
+    case MLX5_OPCODE_RDMA_READ:
+        wc->opcode = IBV_WC_RDMA_READ;
+        wc->byte_len = be32toh(cqe->byte_cnt);
+        break;
+    case MLX5_OPCODE_ATOMIC_CS:
+        wc->opcode = IBV_WC_COMP_SWAP;
+        wc->byte_len = 8;
+        break;
+    case MLX5_OPCODE_ATOMIC_FA:
+        wc->opcode = IBV_WC_FETCH_ADD;
+        wc->byte_len = 8;
+        break;
+    default: wc->opcode = static_cast<ibv_wc_opcode>(qp->sq.wc_opcode[idx]); break;
+    }
+}
+
+void fill_responder(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
+    wc->wr_id = take_recv(qp, cqe);
+    wc->status = IBV_WC_SUCCESS;
+    wc->byte_len = be32toh(cqe->byte_cnt);
+    switch (opcode) {
+    case MLX5_CQE_RESP_WR_IMM:
+        wc->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+        wc->wc_flags |= IBV_WC_WITH_IMM;
+        wc->imm_data = cqe->imm_inval_pkey;
+        break;
+    case MLX5_CQE_RESP_SEND: wc->opcode = IBV_WC_RECV; break;
+    case MLX5_CQE_RESP_SEND_IMM:
+        wc->opcode = IBV_WC_RECV;
+        wc->wc_flags |= IBV_WC_WITH_IMM;
+        wc->imm_data = cqe->imm_inval_pkey;
+        break;
+    case MLX5_CQE_RESP_SEND_INV:
+        wc->opcode = IBV_WC_RECV;
+        wc->wc_flags |= IBV_WC_WITH_INV;
+        wc->invalidated_rkey = be32toh(cqe->imm_inval_pkey);
+        break;
+    }
+    const uint32_t flags_rqpn = be32toh(cqe->flags_rqpn);
+    wc->slid = be16toh(cqe->slid);
+    wc->sl = (flags_rqpn >> 24) & 0xf;
+    wc->src_qp = flags_rqpn & 0xffffff;
+    wc->dlid_path_bits = cqe->ml_path & 0x7f;
+    if ((flags_rqpn >> 28) & 3)
+        wc->wc_flags |= IBV_WC_GRH;
+    wc->pkey_index = be32toh(cqe->imm_inval_pkey) & 0xffff;
+}
+
+void fill_error(Mlx5Context& ctx, ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
+    const auto* ecqe = reinterpret_cast<const mlx5_err_cqe*>(cqe);
+    wc->status = syndrome_status(ecqe->syndrome);
+    wc->vendor_err = ecqe->vendor_err_synd;
+    const bool odp_fault = ecqe->syndrome == MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR &&
+        ecqe->vendor_err_synd == MLX5_CQE_VENDOR_SYNDROME_ODP_PFAULT;
+    if (ecqe->syndrome != MLX5_CQE_SYNDROME_WR_FLUSH_ERR &&
+        ecqe->syndrome != MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR && !odp_fault) [[unlikely]]
+        report_error_cqe(ctx, cqe);
+    if (opcode == MLX5_CQE_REQ_ERR) {
+        const uint32_t idx = retire_send(qp, cqe);
+        wc->wr_id = qp->sq.wrid[idx];
+    } else {
+        wc->wr_id = take_recv(qp, cqe);
+    }
+}
+
+enum class Polled { Ok, Empty, Error };
+
+// One CQE into *wc. Caller holds the CQ lock.
+Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
+    mlx5_cqe64* cqe = sw_cqe(cq, cq->cons_index);
+    if (!cqe)
+        return Polled::Empty;
+    ++cq->cons_index;
+    // The CQE's other bytes were written before its owner byte.
+    from_device_barrier();
+    const uint8_t opcode = cqe->op_own >> 4;
+    Mlx5Context& ctx = *to_mctx(cq->vcq.cq()->context);
+    Mlx5Qp* qp = ctx.qp_by_uidx(be32toh(cqe->srqn_uidx) & 0xffffff);
+    if (!qp) [[unlikely]]
+        return Polled::Error;
+    wc->wc_flags = 0;
+    wc->qp_num = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    switch (opcode) {
+    case MLX5_CQE_REQ: fill_requester(wc, qp, cqe); break;
+    case MLX5_CQE_RESP_WR_IMM:
+    case MLX5_CQE_RESP_SEND:
+    case MLX5_CQE_RESP_SEND_IMM:
+    case MLX5_CQE_RESP_SEND_INV: fill_responder(wc, qp, cqe, opcode); break;
+    case MLX5_CQE_REQ_ERR:
+    case MLX5_CQE_RESP_ERR: fill_error(ctx, wc, qp, cqe, opcode); break;
+    default: return Polled::Error;
+    }
+    return Polled::Ok;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------- control
+
+Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags,
+                            bool single_threaded) {
+    if (cqe <= 0) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    const uint32_t ncqe = roundup_pow2(static_cast<uint32_t>(cqe) + 1);
+    if (ncqe > kMaxCqe) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (env_.cqe_size != 64 && env_.cqe_size != 128) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    // The reference sizes the ring in an int: 2 GiB or more is a failed
+    // allocation there, and ENOMEM here too.
+    if (static_cast<uint64_t>(ncqe) * static_cast<uint32_t>(env_.cqe_size) > INT32_MAX) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return create_object<Mlx5Cq>([&](Mlx5Cq& cq) {
+        cq.ncqe = ncqe;
+        cq.cqe_size = static_cast<uint32_t>(env_.cqe_size);
+        cq.wc_flags = wc_flags;
+        if (single_threaded || env_.single_threaded)
+            cq.lock.disable();
+        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size))
+            return e;
+        if (int e = cq.dbrec_buf.alloc(64))
+            return e;
+        cq.dbrec = reinterpret_cast<volatile __be32*>(cq.dbrec_buf.get());
+        // Every entry starts invalid and owned by the device's first pass.
+        for (uint32_t i = 0; i < cq.ncqe; ++i)
+            cqe_at(&cq, i)->op_own = MLX5_CQE_INVALID << 4;
+        cq.uar_db = cq_doorbell();
+        mlx5_ib_create_cq req{};
+        req.buf_addr = reinterpret_cast<uintptr_t>(cq.buf.get());
+        req.db_addr = reinterpret_cast<uintptr_t>(cq.dbrec_buf.get());
+        req.cqe_size = cq.cqe_size;
+        mlx5_ib_create_cq_resp resp{};
+        if (int e = cmd_create_cq(static_cast<int>(cq.ncqe - 1), channel, comp_vector, &cq.vcq,
+                                  Udata{&req, sizeof(req), &resp, sizeof(resp)}))
+            return e;
+        cq.cqn = resp.cqn;
+        install_cq_ex_ops(cq, single_threaded || env_.single_threaded);
+        return 0;
+    });
+}
+
+ibv_cq* Mlx5Context::create_cq(int cqe, ibv_comp_channel* channel, int comp_vector) {
+    Mlx5Cq* cq = new_cq(cqe, channel, comp_vector, IBV_WC_STANDARD_FLAGS, false);
+    return cq ? cq->vcq.cq() : nullptr;
+}
+
+// What the reference refuses, in its order: unknown attributes or flags
+// (EINVAL), completion fields it cannot read (EOPNOTSUPP), then the size.
+ibv_cq_ex* Mlx5Context::create_cq_ex(ibv_cq_init_attr_ex* attr) {
+    constexpr uint32_t kKnownMask = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
+    constexpr uint32_t kKnownFlags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+    const uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ? attr->flags : 0;
+    if ((attr->comp_mask & ~kKnownMask) || (flags & ~kKnownFlags)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (attr->wc_flags & ~kSupportedWcFlags) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    // A parent domain (thread domain allocator) is not offered yet, and a
+    // CQ that may overrun needs the extended command: both are refused.
+    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) || (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (attr->cqe > static_cast<uint32_t>(INT32_MAX)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    Mlx5Cq* cq = new_cq(static_cast<int>(attr->cqe), attr->channel, static_cast<int>(attr->comp_vector), attr->wc_flags,
+                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+    if (!cq)
+        return nullptr;
+    cq->vcq.cq_ex.cq_context = attr->cq_context;
+    return &cq->vcq.cq_ex;
+}
+
+int Mlx5Context::destroy_cq(ibv_cq* ibcq) {
+    return destroy_object(to_mcq(ibcq), [&](Mlx5Cq& cq) { return cmd_destroy_cq(cq.vcq.cq()); });
+}
+
+void Mlx5Context::cq_event(ibv_cq* cq) { ++to_mcq(cq)->arm_sn; }
+
+void clean_cq(Mlx5Cq* cq, uint32_t uidx, Mlx5Srq* srq) {
+    if (!cq)
+        return;
+    std::lock_guard guard(cq->lock);
+    // The CQEs the device has written and we have not consumed.
+    uint32_t prod = cq->cons_index;
+    while (prod - cq->cons_index < cq->ncqe && sw_cqe(cq, prod))
+        ++prod;
+    from_device_barrier();
+    // Walk back from the newest, sliding the CQEs of other QPs over the
+    // ones removed; each slot keeps the owner bit of its own pass.
+    uint32_t freed = 0;
+    for (uint32_t i = prod; i-- != cq->cons_index;) {
+        mlx5_cqe64* cqe = cqe_at(cq, i);
+        if ((be32toh(cqe->srqn_uidx) & 0xffffff) == uidx) {
+            const uint8_t op = cqe->op_own >> 4;
+            if (srq &&
+                (op == MLX5_CQE_RESP_WR_IMM || op == MLX5_CQE_RESP_SEND || op == MLX5_CQE_RESP_SEND_IMM ||
+                 op == MLX5_CQE_RESP_SEND_INV || op == MLX5_CQE_RESP_ERR))
+                free_srq_wqe(*srq, be16toh(cqe->wqe_counter));
+            ++freed;
+        } else if (freed) {
+            uint8_t* dst = reinterpret_cast<uint8_t*>(cqe_at(cq, i + freed)) + sizeof(mlx5_cqe64) - cq->cqe_size;
+            const uint8_t owner = dst[cq->cqe_size - 1] & MLX5_CQE_OWNER_MASK;
+            std::memcpy(dst, reinterpret_cast<uint8_t*>(cqe) + sizeof(mlx5_cqe64) - cq->cqe_size, cq->cqe_size);
+            dst[cq->cqe_size - 1] = static_cast<uint8_t>((dst[cq->cqe_size - 1] & ~MLX5_CQE_OWNER_MASK) | owner);
+        }
+    }
+    if (freed) {
+        cq->cons_index += freed;
+        publish_ci(cq);
+    }
+}
+
+// ------------------------------------------------------------- data path
+
+int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
+    Mlx5Cq* cq = to_mcq(ibcq);
+    std::lock_guard guard(cq->lock);
+    int n = 0;
+    bool error = false;
+    while (n < num_entries) {
+        const Polled p = poll_one(cq, &wc[n]);
+        if (p == Polled::Empty)
+            break;
+        if (p == Polled::Error) {
+            error = true;
+            break;
+        }
+        ++n;
+    }
+    if (n || error)
+        publish_ci(cq);
+    return error ? -2 : n;
+}
+
+int arm_cq(ibv_cq* ibcq, int solicited_only) noexcept {
+    Mlx5Cq* cq = to_mcq(ibcq);
+    const uint32_t sn = cq->arm_sn & 3;
+    const uint32_t ci = cq->cons_index & 0xffffff;
+    const uint32_t cmd = solicited_only ? MLX5_CQ_DB_REQ_NOT_SOL : MLX5_CQ_DB_REQ_NOT;
+    const uint32_t request = sn << 28 | cmd | ci;
+    cq->dbrec[1] = htobe32(request);
+    // The record must be visible before the doorbell reaches the device.
+    to_device_barrier();
+    const uint64_t doorbell = htobe64(static_cast<uint64_t>(request) << 32 | cq->cqn);
+    *static_cast<volatile uint64_t*>(cq->uar_db) = doorbell;
+    flush_wc_writes();
+    return 0;
+}
+
+// -------------------------------------------------- extended polling hooks
+
+namespace {
+
+// The extended interface reads the current CQE field by field; it is
+// parsed once into cq->ex_wc with the decoder ibv_poll_cq uses, and the
+// read_* hooks return fields of that copy.
+inline int load_next(Mlx5Cq* cq) noexcept {
+    const mlx5_cqe64* cqe = sw_cqe(cq, cq->cons_index);
+    if (cqe)
+        cq->ex_ts = be64toh(cqe->timestamp);
+    const Polled p = poll_one(cq, &cq->ex_wc);
+    if (p == Polled::Empty)
+        return ENOENT;
+    if (p == Polled::Error)
+        return EINVAL;
+    cq->vcq.cq_ex.status = cq->ex_wc.status;
+    cq->vcq.cq_ex.wr_id = cq->ex_wc.wr_id;
+    return 0;
+}
+
+// The lock is held from a successful start_poll until end_poll.
+int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr* attr) noexcept {
+    Mlx5Cq* cq = to_mcq(current);
+    if (attr->comp_mask)
+        return EINVAL;
+    cq->lock.lock();
+    const uint32_t before = cq->cons_index;
+    if (int e = load_next(cq)) {
+        if (cq->cons_index != before)
+            publish_ci(cq);
+        cq->lock.unlock();
+        return e;
+    }
+    return 0;
+}
+
+int next_poll(ibv_cq_ex* current) noexcept { return load_next(to_mcq(current)); }
+
+void end_poll(ibv_cq_ex* current) noexcept {
+    Mlx5Cq* cq = to_mcq(current);
+    publish_ci(cq);
+    cq->lock.unlock();
+}
+
+inline const ibv_wc& cur(ibv_cq_ex* c) noexcept { return to_mcq(c)->ex_wc; }
+
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) noexcept { return cur(c).opcode; }
+uint32_t read_vendor_err(ibv_cq_ex* c) noexcept { return cur(c).vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) noexcept { return cur(c).byte_len; }
+__be32 read_imm_data(ibv_cq_ex* c) noexcept {
+    const ibv_wc& wc = cur(c);
+    return (wc.wc_flags & IBV_WC_WITH_INV) ? htobe32(wc.invalidated_rkey) : wc.imm_data;
+}
+uint32_t read_qp_num(ibv_cq_ex* c) noexcept { return cur(c).qp_num; }
+uint32_t read_src_qp(ibv_cq_ex* c) noexcept { return cur(c).src_qp; }
+unsigned int read_wc_flags(ibv_cq_ex* c) noexcept { return cur(c).wc_flags; }
+uint32_t read_slid(ibv_cq_ex* c) noexcept { return cur(c).slid; }
+uint8_t read_sl(ibv_cq_ex* c) noexcept { return cur(c).sl; }
+uint8_t read_dlid_path_bits(ibv_cq_ex* c) noexcept { return cur(c).dlid_path_bits; }
+uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return to_mcq(c)->ex_ts; }
+
+}  // namespace
+
+void install_cq_ex_ops(Mlx5Cq& cq, bool) {
+    ibv_cq_ex& c = cq.vcq.cq_ex;
+    c.start_poll = start_poll;
+    c.next_poll = next_poll;
+    c.end_poll = end_poll;
+    c.read_opcode = read_opcode;
+    c.read_vendor_err = read_vendor_err;
+    c.read_byte_len = read_byte_len;
+    c.read_imm_data = read_imm_data;
+    c.read_qp_num = read_qp_num;
+    c.read_src_qp = read_src_qp;
+    c.read_wc_flags = read_wc_flags;
+    c.read_slid = read_slid;
+    c.read_sl = read_sl;
+    c.read_dlid_path_bits = read_dlid_path_bits;
+    c.read_completion_ts = read_completion_ts;
+}
+
+}  // namespace rdma::mlx5

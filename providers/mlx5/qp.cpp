@@ -1,0 +1,846 @@
+// Queue pairs: one buffer holds the receive queue (WQEs of 1 << wqe_shift
+// bytes) followed by the send queue (64-byte basic blocks); the doorbell
+// record publishes both producer counters, and a send is announced through
+// the QP's UAR register, by BlueFlame (the whole WQE written to the
+// device) when it is small and alone. The device consumes WQEs in order
+// and names the completed send WQE in its CQE (cq.cpp).
+// See tests/uverbs-sim/doc/mlx5-contract.md §3.5, §4.1, §4.2, §5.
+#include "providers/mlx5/mlx5.h"
+
+#include <endian.h>
+
+#include <cstring>
+#include <mutex>
+#include <new>
+
+namespace rdma::mlx5 {
+
+using namespace rdma::verbs;
+
+Mlx5Wq::~Mlx5Wq() {
+    delete[] wrid;
+    delete[] wqe_head;
+    delete[] wc_opcode;
+}
+
+namespace {
+
+constexpr uint32_t kSegSize = 16;  // control, address, atomic and data segments
+constexpr uint32_t kAvSize = sizeof(mlx5_wqe_av);
+constexpr uint32_t kInlineHdr = sizeof(mlx5_wqe_inl_data_seg);
+// Legacy ibv_post_send knows the opcodes up to IBV_WR_DRIVER1.
+constexpr int kOpcodeCount = IBV_WR_DRIVER1 + 1;
+
+uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
+
+uint32_t ilog2(uint32_t v) { return 31 - static_cast<uint32_t>(__builtin_clz(v)); }
+
+// The room a send WQE needs before its data, for the operations the
+// reference allows by default: RC and UC carry everything up to a memory
+// window bind (control, UMR control, mkey context and a 64-byte entry),
+// UD a control segment and its address vector.
+// With ibv_wr_* send ops given at creation, the room follows the largest
+// of the operations asked for instead.
+constexpr uint64_t kRcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+    IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+constexpr uint64_t kUcSendOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+    IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_SEND_WITH_INV;
+constexpr uint64_t kUdSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+constexpr uint64_t kBindOps = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+constexpr uint64_t kAtomicOps = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+constexpr uint64_t kRdmaOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ;
+
+uint64_t supported_send_ops(ibv_qp_type type) {
+    switch (type) {
+    case IBV_QPT_RC: return kRcSendOps;
+    case IBV_QPT_UC: return kUcSendOps;
+    case IBV_QPT_UD: return kUdSendOps;
+    default: return 0;
+    }
+}
+
+uint32_t sq_overhead(ibv_qp_type type, uint64_t ops) {
+    uint32_t op = kSegSize;
+    if (ops & kBindOps)
+        op = kSegSize + 48 + 64 + 64;
+    else if (ops & kAtomicOps)
+        op = 3 * kSegSize;
+    else if (ops & kRdmaOps)
+        op = 2 * kSegSize;
+    return type == IBV_QPT_UD ? op + kAvSize : op;
+}
+
+// The reference's default set: RC and UC everything up to a memory window
+// bind, UD sends (and TSO).
+uint64_t default_send_ops(ibv_qp_type type) {
+    return type == IBV_QPT_UD ? uint64_t(IBV_QP_EX_WITH_SEND) : kRcSendOps | kBindOps;
+}
+
+struct Sizes {
+    uint32_t sq_bytes = 0;
+    uint32_t sq_wqe_cnt = 0;
+    uint32_t sq_max_post = 0;
+    uint32_t max_inline = 0;
+    bool has_sq = false;
+    uint32_t rq_bytes = 0;
+    uint32_t rq_wqe_cnt = 0;
+    uint32_t rq_wqe_shift = 0;
+    uint32_t rq_max_gs = 0;
+};
+
+// The send queue: each WQE sized for max_send_sge data segments or
+// max_inline_data bytes inline (whichever is larger), in whole basic
+// blocks; the queue holds max_send_wr of them, rounded to a power of two.
+// 0 or EINVAL.
+int size_sq(const Caps& caps, const ibv_qp_init_attr& a, uint64_t ops, Sizes& s) {
+    if (a.cap.max_send_wr == 0)
+        return 0;
+    const uint32_t overhead = sq_overhead(a.qp_type, ops);
+    uint32_t inl = 0;
+    if (a.cap.max_inline_data)
+        inl = overhead + align_up(kInlineHdr + a.cap.max_inline_data, kSegSize);
+    if (caps.max_sq_desc_sz < overhead || a.cap.max_send_sge > (caps.max_sq_desc_sz - overhead) / kSegSize)
+        return EINVAL;
+    const uint32_t gather = overhead + a.cap.max_send_sge * kSegSize;
+    const uint32_t total = gather > inl ? gather : inl;
+    if (total > caps.max_sq_desc_sz)
+        return EINVAL;
+    const uint32_t wqe = align_up(total, MLX5_SEND_WQE_BB);
+    if (wqe > caps.max_sq_desc_sz)
+        return EINVAL;
+    s.max_inline = wqe - overhead - kInlineHdr;
+    if (a.cap.max_send_wr > 0x7fffffffu / caps.max_sq_desc_sz)
+        return EINVAL;
+    const uint32_t bytes = roundup_pow2(a.cap.max_send_wr * wqe);
+    if (bytes / MLX5_SEND_WQE_BB > caps.max_send_wqebb)
+        return EINVAL;
+    s.has_sq = true;
+    s.sq_bytes = bytes;
+    s.sq_wqe_cnt = bytes / MLX5_SEND_WQE_BB;
+    s.sq_max_post = bytes / wqe;
+    return 0;
+}
+
+// The receive queue: WQEs of a power-of-two stride with room for
+// max_recv_sge data segments; none with an SRQ. 0 or EINVAL.
+int size_rq(const Caps& caps, const ibv_qp_init_attr& a, Sizes& s) {
+    if (a.cap.max_recv_wr == 0)
+        return 0;
+    if (a.cap.max_recv_wr > caps.max_recv_wr)
+        return EINVAL;
+    if (a.srq)
+        return 0;
+    const uint32_t want = kSegSize * (a.cap.max_recv_sge ? a.cap.max_recv_sge : 1);
+    if (want > caps.max_rq_desc_sz)
+        return EINVAL;
+    const uint32_t stride = roundup_pow2(want);
+    uint32_t bytes = roundup_pow2(a.cap.max_recv_wr) * stride;
+    if (bytes < MLX5_SEND_WQE_BB)
+        bytes = MLX5_SEND_WQE_BB;
+    s.rq_bytes = bytes;
+    s.rq_wqe_cnt = bytes / stride;
+    s.rq_wqe_shift = ilog2(stride);
+    s.rq_max_gs = stride / kSegSize;
+    return 0;
+}
+
+bool is_atomic(ibv_wr_opcode op) { return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD; }
+
+// The device opcode of a legacy work request, and what its completion
+// reports; 0xff for the operations this provider does not carry yet
+// (memory windows, TSO, driver opcodes).
+struct OpInfo {
+    uint8_t mlx5;
+    uint8_t wc;
+};
+constexpr OpInfo kOps[kOpcodeCount] = {
+    {MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE},  // IBV_WR_RDMA_WRITE
+    {MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE},  // IBV_WR_RDMA_WRITE_WITH_IMM
+    {MLX5_OPCODE_SEND, IBV_WC_SEND},  // IBV_WR_SEND
+    {MLX5_OPCODE_SEND_IMM, IBV_WC_SEND},  // IBV_WR_SEND_WITH_IMM
+    {MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ},  // IBV_WR_RDMA_READ
+    {MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP},  // IBV_WR_ATOMIC_CMP_AND_SWP
+    {MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD},  // IBV_WR_ATOMIC_FETCH_AND_ADD
+    {0xff, IBV_WC_LOCAL_INV},  // IBV_WR_LOCAL_INV
+    {0xff, IBV_WC_BIND_MW},  // IBV_WR_BIND_MW
+    {MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND},  // IBV_WR_SEND_WITH_INV
+    {0xff, IBV_WC_TSO},  // IBV_WR_TSO
+    {0xff, IBV_WC_DRIVER1},  // IBV_WR_DRIVER1
+};
+
+// Would nreq more WRs overflow the queue? The tail moves under the CQ's
+// lock (poll), so a full-looking queue is looked at again under it.
+bool wq_overflow(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
+    uint32_t cur = wq.head - __atomic_load_n(&wq.tail, __ATOMIC_RELAXED);
+    if (cur + nreq < wq.max_post)
+        return false;
+    Mlx5Cq* mcq = to_mcq(cq);
+    std::lock_guard guard(mcq->lock);
+    cur = wq.head - wq.tail;
+    return cur + nreq >= wq.max_post;
+}
+
+inline void set_data_seg(void* p, uint32_t length, uint32_t lkey, uint64_t addr) {
+    auto* d = static_cast<mlx5_wqe_data_seg*>(p);
+    d->byte_count = htobe32(length);
+    d->lkey = htobe32(lkey);
+    d->addr = htobe64(addr);
+}
+
+// The last WQE posted, written whole into the BlueFlame buffer: the
+// device starts on it without reading host memory. 64-byte blocks,
+// following the WQE around the end of the SQ.
+void bf_copy(Mlx5Qp& qp, volatile uint64_t* dst, const uint8_t* wqe, uint32_t bytes) {
+    const uint8_t* src = wqe;
+    while (bytes) {
+        const auto* s = reinterpret_cast<const uint64_t*>(src);
+        for (int i = 0; i < 8; ++i)
+            dst[i] = s[i];
+        dst += 8;
+        src += MLX5_SEND_WQE_BB;
+        bytes -= MLX5_SEND_WQE_BB;
+        if (src == qp.sq_end)
+            src = qp.sq.start;
+    }
+}
+
+void ring_send_doorbell(Mlx5Qp& qp, const Mlx5Context& ctx, const uint8_t* ctrl, uint32_t size, uint32_t nreq,
+                        bool inl) {
+    qp.sq.head += nreq;
+    to_device_barrier();
+    qp.db[MLX5_SND_DBR] = htobe32(qp.sq.cur_post & 0xffff);
+    Bfreg* bf = qp.bf;
+    if (!bf)
+        return;
+    if (bf->shared)
+        bf->lock.lock();
+    auto* reg = reinterpret_cast<volatile uint64_t*>(static_cast<uint8_t*>(bf->reg) + bf->offset);
+    if (nreq == 1 && bf->buf_size && (inl || ctx.env().prefer_bf) && size > 1 && size <= bf->buf_size / 16)
+        bf_copy(qp, reg, ctrl, align_up(size * kSegSize, MLX5_SEND_WQE_BB));
+    else
+        *reg = *reinterpret_cast<const uint64_t*>(ctrl);
+    flush_wc_writes();
+    bf->offset ^= bf->buf_size;
+    if (bf->shared)
+        bf->lock.unlock();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------- control
+
+Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops) {
+    if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;  // XRC, raw packet and DC QPs come later
+        return nullptr;
+    }
+    Sizes sz;
+    if (int e = size_sq(caps_, *attr, send_ops ? send_ops : default_send_ops(attr->qp_type), sz)) {
+        errno = e;
+        return nullptr;
+    }
+    if (sz.has_sq)
+        attr->cap.max_inline_data = sz.max_inline;
+    if (int e = size_rq(caps_, *attr, sz)) {
+        errno = e;
+        return nullptr;
+    }
+    Mlx5Qp* qp = create_object<Mlx5Qp>([&](Mlx5Qp& q) {
+        if (sz.has_sq) {
+            q.sq.wqe_cnt = sz.sq_wqe_cnt;
+            q.sq.wqe_shift = 6;
+            q.sq.max_post = sz.sq_max_post;
+            q.sq.max_gs = attr->cap.max_send_sge;
+            q.sq.wrid = new (std::nothrow) uint64_t[sz.sq_wqe_cnt];
+            q.sq.wqe_head = new (std::nothrow) uint32_t[sz.sq_wqe_cnt];
+            q.sq.wc_opcode = new (std::nothrow) uint8_t[sz.sq_wqe_cnt];
+            if (!q.sq.wrid || !q.sq.wqe_head || !q.sq.wc_opcode)
+                return ENOMEM;
+        }
+        if (sz.rq_wqe_cnt) {
+            q.rq.wqe_cnt = sz.rq_wqe_cnt;
+            q.rq.wqe_shift = sz.rq_wqe_shift;
+            q.rq.max_post = sz.rq_wqe_cnt;
+            q.rq.max_gs = sz.rq_max_gs;
+            q.rq.wrid = new (std::nothrow) uint64_t[sz.rq_wqe_cnt];
+            if (!q.rq.wrid)
+                return ENOMEM;
+        }
+        if (env_.single_threaded) {
+            q.sq.lock.disable();
+            q.rq.lock.disable();
+        }
+        if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes))
+            return e;
+        if (int e = q.dbrec_buf.alloc(64))
+            return e;
+        q.db = reinterpret_cast<volatile __be32*>(q.dbrec_buf.get());
+        q.rq.start = q.buf.get();
+        q.sq.start = q.buf.get() + sz.rq_bytes;
+        q.sq_end = q.sq.start + sz.sq_bytes;
+        q.max_inline = sz.has_sq ? sz.max_inline : 0;
+        q.sq_signal_bits = attr->sq_sig_all ? MLX5_WQE_CTRL_CQ_UPDATE : 0;
+        q.atomics = caps_.atomic_cap != IBV_ATOMIC_NONE;
+        const int64_t uidx = store_uidx(&q);
+        if (uidx < 0)
+            return ENOMEM;
+        q.uidx = static_cast<uint32_t>(uidx);
+        q.uidx_stored = true;
+
+        // No scatter-to-CQE: this provider always has the device write
+        // receive data and read responses to the buffers (see README).
+        mlx5_ib_create_qp req{};
+        req.buf_addr = reinterpret_cast<uintptr_t>(q.buf.get());
+        req.db_addr = reinterpret_cast<uintptr_t>(q.dbrec_buf.get());
+        req.sq_wqe_count = sz.sq_wqe_cnt;
+        req.rq_wqe_count = sz.rq_wqe_cnt;
+        req.rq_wqe_shift = sz.rq_wqe_cnt ? sz.rq_wqe_shift : 0;
+        req.uidx = q.uidx;
+        mlx5_ib_create_qp_resp resp{};
+        int e = cmd_create_qp(pd, attr, &q.vqp, Udata{&req, sizeof(req), &resp, sizeof(resp)});
+        if (e) {
+            clear_uidx(q.uidx);
+            q.uidx_stored = false;
+            return e;
+        }
+        q.bf = bfreg(resp.bfreg_index);
+        if (!q.bf)
+            q.bf = bfreg(0);
+        return 0;
+    });
+    if (!qp)
+        return nullptr;
+    // What the application may post, as the queues were sized (the
+    // kernel's echo of the request says less).
+    attr->cap.max_send_wr = qp->sq.max_post;
+    attr->cap.max_recv_wr = qp->rq.max_post;
+    attr->cap.max_recv_sge = qp->rq.max_gs;
+    return qp;
+}
+
+ibv_qp* Mlx5Context::create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+    Mlx5Qp* qp = new_qp(pd, attr, 0);
+    return qp ? qp->vqp.qp() : nullptr;
+}
+
+// The extended attributes this provider takes so far: a PD, no creation
+// flags, and the ibv_wr_* send operations of the QP's transport.
+ibv_qp* Mlx5Context::create_qp_ex(ibv_qp_init_attr_ex* attr) {
+    constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if ((attr->comp_mask & ~kKnown) || ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    const bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if (wr_api && (attr->send_ops_flags & ~supported_send_ops(attr->qp_type))) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    ibv_qp_init_attr a{};
+    a.qp_context = attr->qp_context;
+    a.send_cq = attr->send_cq;
+    a.recv_cq = attr->recv_cq;
+    a.srq = attr->srq;
+    a.cap = attr->cap;
+    a.qp_type = attr->qp_type;
+    a.sq_sig_all = attr->sq_sig_all;
+    Mlx5Qp* qp = new_qp(attr->pd, &a, wr_api ? attr->send_ops_flags : 0);
+    attr->cap = a.cap;
+    if (!qp)
+        return nullptr;
+    if (wr_api) {
+        install_qp_ex_ops(qp->vqp.qp_ex);
+        qp->vqp.has_qp_ex = true;
+    }
+    return qp->vqp.qp();
+}
+
+int Mlx5Context::query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
+    if (int e = cmd_query_qp(ibqp, attr, attr_mask, init_attr))
+        return e;
+    Mlx5Qp* qp = to_mqp(ibqp);
+    if (init_attr) {
+        init_attr->cap.max_send_wr = qp->sq.max_post;
+        init_attr->cap.max_send_sge = qp->sq.max_gs;
+        init_attr->cap.max_inline_data = qp->max_inline;
+        attr->cap = init_attr->cap;
+    }
+    return 0;
+}
+
+int Mlx5Context::modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
+    if (int e = cmd_modify_qp(ibqp, attr, attr_mask))
+        return e;
+    if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+        // The device forgot the queues: so do we, and the CQEs still
+        // waiting for this QP go too.
+        Mlx5Qp* qp = to_mqp(ibqp);
+        Mlx5Srq* srq = ibqp->srq ? to_msrq(ibqp->srq) : nullptr;
+        clean_cq(ibqp->recv_cq ? to_mcq(ibqp->recv_cq) : nullptr, qp->uidx, srq);
+        if (ibqp->send_cq != ibqp->recv_cq)
+            clean_cq(ibqp->send_cq ? to_mcq(ibqp->send_cq) : nullptr, qp->uidx, nullptr);
+        qp->sq.head = qp->sq.tail = qp->sq.cur_post = 0;
+        qp->rq.head = qp->rq.tail = 0;
+        qp->db[MLX5_RCV_DBR] = 0;
+        qp->db[MLX5_SND_DBR] = 0;
+    }
+    return 0;
+}
+
+int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
+    return destroy_object(to_mqp(ibqp), [&](Mlx5Qp& qp) {
+        if (int e = cmd_destroy_qp(ibqp))
+            return e;
+        Mlx5Srq* srq = ibqp->srq ? to_msrq(ibqp->srq) : nullptr;
+        clean_cq(ibqp->recv_cq ? to_mcq(ibqp->recv_cq) : nullptr, qp.uidx, srq);
+        if (ibqp->send_cq != ibqp->recv_cq)
+            clean_cq(ibqp->send_cq ? to_mcq(ibqp->send_cq) : nullptr, qp.uidx, nullptr);
+        clear_uidx(qp.uidx);
+        return 0;
+    });
+}
+
+// ------------------------------------------------------------- data path
+
+namespace {
+
+// One send WQE being written at the SQ's producer position: the control
+// segment first, then what the opcode and transport need, then the data.
+// Both send interfaces (ibv_post_send and ibv_wr_*) build through it.
+struct WqeBuilder {
+    Mlx5Qp& qp;
+    WqeCursor& cur;
+    uint8_t*& seg;
+    uint32_t& size;
+
+    // Continues the WQE at `c`; `start` begins a new one at the SQ's
+    // producer position.
+    WqeBuilder(Mlx5Qp& q, WqeCursor& c, bool start) : qp(q), cur(c), seg(c.seg), size(c.size) {
+        if (!start)
+            return;
+        c.idx = q.sq.cur_post & (q.sq.wqe_cnt - 1);
+        c.ctrl = q.sq.start + (static_cast<size_t>(c.idx) << MLX5_SEND_WQE_SHIFT);
+        c.seg = c.ctrl + kSegSize;
+        c.size = 1;
+    }
+    void wrap() {
+        if (seg == qp.sq_end)
+            seg = qp.sq.start;
+    }
+    // The UD address vector (always right after the control segment).
+    mlx5_wqe_av* av() {
+        auto* a = reinterpret_cast<mlx5_wqe_av*>(seg);
+        seg += kAvSize;
+        size += kAvSize / kSegSize;
+        wrap();
+        return a;
+    }
+    void raddr(uint64_t addr, uint32_t rkey) {
+        auto* r = reinterpret_cast<mlx5_wqe_raddr_seg*>(seg);
+        r->raddr = htobe64(addr);
+        r->rkey = htobe32(rkey);
+        r->reserved = 0;
+        seg += kSegSize;
+        ++size;
+    }
+    void atomic(uint64_t swap_add, uint64_t compare, bool cmp) {
+        auto* a = reinterpret_cast<mlx5_wqe_atomic_seg*>(seg);
+        a->swap_add = htobe64(swap_add);
+        if (cmp)
+            a->compare = htobe64(compare);
+        seg += kSegSize;
+        ++size;
+    }
+    // Zero-length entries take no segment; an atomic's result buffer is
+    // always 8 bytes.
+    void data(uint32_t lkey, uint64_t addr, uint32_t length, bool atomic) {
+        if (!length)
+            return;
+        wrap();
+        set_data_seg(seg, atomic ? 8 : length, lkey, addr);
+        seg += kSegSize;
+        ++size;
+    }
+    // Inline data: the header, then the bytes of the n pieces piece(i)
+    // returns ({address, length}), around the end of the SQ.
+    template <class Piece>
+    void inline_data(size_t n, uint32_t total, Piece piece) {
+        if (!total)
+            return;
+        wrap();
+        auto* hdr = reinterpret_cast<mlx5_wqe_inl_data_seg*>(seg);
+        uint8_t* dst = seg + kInlineHdr;
+        for (size_t i = 0; i < n; ++i) {
+            const ibv_data_buf p = piece(i);
+            const auto* src = static_cast<const uint8_t*>(p.addr);
+            size_t len = p.length;
+            while (len) {
+                if (dst == qp.sq_end)
+                    dst = qp.sq.start;
+                const size_t room = static_cast<size_t>(qp.sq_end - dst);
+                const size_t k = len < room ? len : room;
+                std::memcpy(dst, src, k);
+                dst += k;
+                src += k;
+                len -= k;
+            }
+        }
+        hdr->byte_count = htobe32(total | MLX5_INLINE_SEG);
+        const uint32_t units = align_up(total + kInlineHdr, kSegSize) / kSegSize;
+        size += units;
+        seg += units * kSegSize;
+        if (seg >= qp.sq_end)
+            seg = qp.sq.start + (seg - qp.sq_end);
+    }
+    // The control segment and the bookkeeping the completion needs; the
+    // WQE then belongs to the device once the doorbell says so.
+    void finish(const OpInfo& op, unsigned int send_flags, __be32 imm, uint64_t wr_id, uint32_t nreq) {
+        Mlx5Wq& sq = qp.sq;
+        auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(cur.ctrl);
+        ctrl->opmod_idx_opcode = htobe32(((sq.cur_post & 0xffff) << 8) | op.mlx5);
+        ctrl->qpn_ds = htobe32((size & 0x3f) | (qp.vqp.qp()->qp_num << 8));
+        ctrl->signature = 0;
+        ctrl->dci_stream_channel_id = 0;
+        ctrl->fm_ce_se = static_cast<uint8_t>(
+            qp.sq_signal_bits | ((send_flags & IBV_SEND_FENCE) ? uint32_t(MLX5_WQE_CTRL_FENCE) : 0) |
+            ((send_flags & IBV_SEND_SIGNALED) ? uint32_t(MLX5_WQE_CTRL_CQ_UPDATE) : 0) |
+            ((send_flags & IBV_SEND_SOLICITED) ? uint32_t(MLX5_WQE_CTRL_SOLICITED) : 0));
+        ctrl->imm = imm;
+        sq.wrid[cur.idx] = wr_id;
+        sq.wqe_head[cur.idx] = sq.head + nreq;
+        sq.wc_opcode[cur.idx] = op.wc;
+        sq.cur_post += (size * kSegSize + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
+    }
+};
+
+__be32 imm_of(const ibv_send_wr& wr) {
+    if (wr.opcode == IBV_WR_SEND_WITH_IMM || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+        return wr.imm_data;
+    if (wr.opcode == IBV_WR_SEND_WITH_INV)
+        return htobe32(wr.invalidate_rkey);
+    return 0;
+}
+
+}  // namespace
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+    Mlx5Qp* qp = to_mqp(ibqp);
+    Mlx5Wq& sq = qp->sq;
+    std::lock_guard guard(sq.lock);
+    const ibv_qp_type type = ibqp->qp_type;
+    int err = 0;
+    uint32_t nreq = 0;
+    uint8_t* last_ctrl = nullptr;
+    uint32_t last_size = 0;
+    bool last_inline = false;
+    for (; wr; wr = wr->next, ++nreq) {
+        if (wr->opcode < 0 || wr->opcode >= kOpcodeCount) [[unlikely]] {
+            err = EINVAL;
+            break;
+        }
+        if (wq_overflow(sq, nreq, ibqp->send_cq)) [[unlikely]] {
+            err = ENOMEM;
+            break;
+        }
+        if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > sq.max_gs) [[unlikely]] {
+            err = ENOMEM;
+            break;
+        }
+        const bool atomic = is_atomic(wr->opcode);
+        if (atomic && !qp->atomics) [[unlikely]] {
+            err = EOPNOTSUPP;
+            break;
+        }
+        const OpInfo op = kOps[wr->opcode];
+        if (op.mlx5 == 0xff || (type == IBV_QPT_UD && !wr->wr.ud.ah)) [[unlikely]] {
+            err = EINVAL;
+            break;
+        }
+        const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
+        uint32_t total = 0;
+        if (inl) {
+            for (int i = 0; i < wr->num_sge; ++i)
+                total += wr->sg_list[i].length;
+            if (total > qp->max_inline) [[unlikely]] {
+                err = ENOMEM;
+                break;
+            }
+        }
+
+        WqeCursor cur;
+        WqeBuilder b(*qp, cur, true);
+        if (type == IBV_QPT_UD) {
+            mlx5_wqe_av* av = b.av();
+            std::memcpy(av, &to_mah(wr->wr.ud.ah)->av, sizeof(*av));
+            av->dqp_dct = htobe32(wr->wr.ud.remote_qpn | MLX5_EXTENDED_UD_AV);
+            av->key.qkey.qkey = htobe32(wr->wr.ud.remote_qkey);
+        } else if (atomic && type == IBV_QPT_RC) {
+            b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
+            b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
+                     wr->wr.atomic.compare_add, wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP);
+        } else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+                   (type == IBV_QPT_RC && wr->opcode == IBV_WR_RDMA_READ)) {
+            b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
+        }
+        if (inl) {
+            b.inline_data(static_cast<size_t>(wr->num_sge), total, [&](size_t i) {
+                return ibv_data_buf{reinterpret_cast<void*>(static_cast<uintptr_t>(wr->sg_list[i].addr)),
+                                    wr->sg_list[i].length};
+            });
+        } else {
+            for (int i = 0; i < wr->num_sge; ++i)
+                b.data(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length, atomic);
+        }
+        b.finish(op, wr->send_flags, imm_of(*wr), wr->wr_id, nreq);
+        last_ctrl = cur.ctrl;
+        last_size = cur.size;
+        last_inline = inl;
+    }
+    if (err)
+        *bad_wr = wr;
+    if (nreq)
+        ring_send_doorbell(*qp, *to_mctx(ibqp->context), last_ctrl, last_size, nreq, last_inline);
+    return err;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    Mlx5Qp* qp = to_mqp(ibqp);
+    Mlx5Wq& rq = qp->rq;
+    std::lock_guard guard(rq.lock);
+    int err = 0;
+    uint32_t nreq = 0;
+    for (; wr; wr = wr->next, ++nreq) {
+        if (wq_overflow(rq, nreq, ibqp->recv_cq)) [[unlikely]] {
+            err = ENOMEM;
+            break;
+        }
+        if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > rq.max_gs) [[unlikely]] {
+            err = EINVAL;
+            break;
+        }
+        const uint32_t ind = (rq.head + nreq) & (rq.wqe_cnt - 1);
+        uint8_t* seg = rq.start + (static_cast<size_t>(ind) << rq.wqe_shift);
+        uint32_t used = 0;
+        for (int i = 0; i < wr->num_sge; ++i) {
+            const ibv_sge& s = wr->sg_list[i];
+            if (!s.length)
+                continue;
+            set_data_seg(seg + used * kSegSize, s.length, s.lkey, s.addr);
+            ++used;
+        }
+        if (used < rq.max_gs)
+            set_data_seg(seg + used * kSegSize, 0, MLX5_INVALID_LKEY, 0);
+        rq.wrid[ind] = wr->wr_id;
+    }
+    if (err)
+        *bad_wr = wr;
+    if (nreq) {
+        rq.head += nreq;
+        to_device_barrier();
+        qp->db[MLX5_RCV_DBR] = htobe32(rq.head & 0xffff);
+    }
+    return err;
+}
+
+// ------------------------------------------------- ibv_wr_* send interface
+
+namespace {
+
+inline Mlx5Qp* to_mqp(ibv_qp_ex* qpx) { return reinterpret_cast<Mlx5Qp*>(qpx); }
+
+// Starts the WQE of one work request; false (and the batch's error set)
+// when it cannot be posted.
+bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    WrBatch& b = qp->wr;
+    if (b.err)
+        return false;
+    if (b.open) {
+        b.err = EINVAL;  // the previous WQE never got its data
+        return false;
+    }
+    if (wq_overflow(qp->sq, b.nreq, qp->vqp.qp()->send_cq)) {
+        b.err = ENOMEM;
+        return false;
+    }
+    if (is_atomic(opcode) && !qp->atomics) {
+        b.err = EOPNOTSUPP;
+        return false;
+    }
+    WqeBuilder w(*qp, b.cur, true);
+    const bool ud = qp->vqp.qp()->qp_type == IBV_QPT_UD;
+    if (ud)
+        w.av();  // filled by wr_set_ud_addr
+    b.open = true;
+    b.pending = ud ? 2 : 1;
+    b.opcode = static_cast<uint8_t>(opcode);
+    b.inl = false;
+    b.flags = qpx->wr_flags;
+    b.imm = imm;
+    b.wr_id = qpx->wr_id;
+    return true;
+}
+
+// One setter done; the last one completes the WQE.
+void wr_setter_done(Mlx5Qp* qp) {
+    WrBatch& b = qp->wr;
+    if (--b.pending)
+        return;
+    WqeBuilder w(*qp, b.cur, false);
+    w.finish(kOps[b.opcode], b.flags, b.imm, b.wr_id, b.nreq);
+    b.last_ctrl = b.cur.ctrl;
+    b.last_size = b.cur.size;
+    b.last_inl = b.inl;
+    ++b.nreq;
+    b.open = false;
+}
+
+void wr_send(ibv_qp_ex* qpx) { wr_begin(qpx, IBV_WR_SEND, 0); }
+void wr_send_imm(ibv_qp_ex* qpx, __be32 imm) { wr_begin(qpx, IBV_WR_SEND_WITH_IMM, imm); }
+void wr_send_inv(ibv_qp_ex* qpx, uint32_t rkey) { wr_begin(qpx, IBV_WR_SEND_WITH_INV, htobe32(rkey)); }
+
+void wr_rdma(ibv_qp_ex* qpx, ibv_wr_opcode op, uint32_t rkey, uint64_t raddr, __be32 imm) {
+    if (!wr_begin(qpx, op, imm))
+        return;
+    Mlx5Qp* qp = to_mqp(qpx);
+    WqeBuilder(*qp, qp->wr.cur, false).raddr(raddr, rkey);
+}
+void wr_rdma_write(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr) { wr_rdma(qpx, IBV_WR_RDMA_WRITE, rkey, raddr, 0); }
+void wr_rdma_write_imm(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr, __be32 imm) {
+    wr_rdma(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, raddr, imm);
+}
+void wr_rdma_read(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr) { wr_rdma(qpx, IBV_WR_RDMA_READ, rkey, raddr, 0); }
+
+void wr_atomic(ibv_qp_ex* qpx, ibv_wr_opcode op, uint32_t rkey, uint64_t raddr, uint64_t swap_add, uint64_t compare) {
+    if (!wr_begin(qpx, op, 0))
+        return;
+    Mlx5Qp* qp = to_mqp(qpx);
+    WqeBuilder w(*qp, qp->wr.cur, false);
+    w.raddr(raddr, rkey);
+    w.atomic(swap_add, compare, op == IBV_WR_ATOMIC_CMP_AND_SWP);
+}
+void wr_atomic_cmp_swp(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr, uint64_t compare, uint64_t swap) {
+    wr_atomic(qpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, raddr, swap, compare);
+}
+void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr, uint64_t add) {
+    wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, add, 0);
+}
+
+void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    WrBatch& b = qp->wr;
+    if (b.err || !b.open || qp->vqp.qp()->qp_type != IBV_QPT_UD)
+        return;
+    if (!ah) {
+        b.err = EINVAL;
+        return;
+    }
+    auto* av = reinterpret_cast<mlx5_wqe_av*>(b.cur.ctrl + kSegSize);
+    std::memcpy(av, &to_mah(ah)->av, sizeof(*av));
+    av->dqp_dct = htobe32(remote_qpn | MLX5_EXTENDED_UD_AV);
+    av->key.qkey.qkey = htobe32(remote_qkey);
+    wr_setter_done(qp);
+}
+
+bool data_open(Mlx5Qp* qp) { return !qp->wr.err && qp->wr.open; }
+
+void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!data_open(qp))
+        return;
+    WqeBuilder(*qp, qp->wr.cur, false).data(lkey, addr, length, is_atomic(static_cast<ibv_wr_opcode>(qp->wr.opcode)));
+    wr_setter_done(qp);
+}
+
+void wr_set_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!data_open(qp))
+        return;
+    if (num > qp->sq.max_gs) {
+        qp->wr.err = ENOMEM;
+        return;
+    }
+    WqeBuilder w(*qp, qp->wr.cur, false);
+    const bool atomic = is_atomic(static_cast<ibv_wr_opcode>(qp->wr.opcode));
+    for (size_t i = 0; i < num; ++i)
+        w.data(list[i].lkey, list[i].addr, list[i].length, atomic);
+    wr_setter_done(qp);
+}
+
+void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* bufs) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!data_open(qp))
+        return;
+    size_t total = 0;
+    for (size_t i = 0; i < num; ++i)
+        total += bufs[i].length;
+    if (total > qp->max_inline) {
+        qp->wr.err = ENOMEM;
+        return;
+    }
+    WqeBuilder(*qp, qp->wr.cur, false).inline_data(num, static_cast<uint32_t>(total), [&](size_t i) {
+        return bufs[i];
+    });
+    qp->wr.inl = true;
+    wr_setter_done(qp);
+}
+
+void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
+    const ibv_data_buf buf{addr, length};
+    wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+void wr_start(ibv_qp_ex* qpx) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    qp->sq.lock.lock();
+    qp->wr = WrBatch{};
+    qp->wr.start_post = qp->sq.cur_post;
+}
+
+// A batch with an error posts nothing: the WQEs written stay invisible to
+// the device (the doorbell record never named them).
+int wr_complete(ibv_qp_ex* qpx) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    WrBatch& b = qp->wr;
+    int err = b.err ? b.err : (b.open ? EINVAL : 0);
+    if (err)
+        qp->sq.cur_post = b.start_post;
+    else if (b.nreq)
+        ring_send_doorbell(*qp, *to_mctx(qp->vqp.qp()->context), b.last_ctrl, b.last_size, b.nreq, b.last_inl);
+    qp->sq.lock.unlock();
+    return err;
+}
+
+void wr_abort(ibv_qp_ex* qpx) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    qp->sq.cur_post = qp->wr.start_post;
+    qp->sq.lock.unlock();
+}
+
+}  // namespace
+
+void install_qp_ex_ops(ibv_qp_ex& q) {
+    q.wr_start = wr_start;
+    q.wr_complete = wr_complete;
+    q.wr_abort = wr_abort;
+    q.wr_send = wr_send;
+    q.wr_send_imm = wr_send_imm;
+    q.wr_send_inv = wr_send_inv;
+    q.wr_rdma_write = wr_rdma_write;
+    q.wr_rdma_write_imm = wr_rdma_write_imm;
+    q.wr_rdma_read = wr_rdma_read;
+    q.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+    q.wr_atomic_fetch_add = wr_atomic_fetch_add;
+    q.wr_set_ud_addr = wr_set_ud_addr;
+    q.wr_set_sge = wr_set_sge;
+    q.wr_set_sge_list = wr_set_sge_list;
+    q.wr_set_inline_data = wr_set_inline_data;
+    q.wr_set_inline_data_list = wr_set_inline_data_list;
+}
+
+}  // namespace rdma::mlx5

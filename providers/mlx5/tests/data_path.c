@@ -1,0 +1,690 @@
+/* data_path: the mlx5 queues on the first device, every result printed as
+ * a line: the capabilities CQs, QPs and SRQs are created with, the errnos of
+ * bad posts, and the completions of traffic between two QPs of one context
+ * (RC, UC, UD, an SRQ, the ibv_wr_* interface, an error and its flushes).
+ * Built twice, against our libibverbs + libmlx5 and against Debian's;
+ * data_path.sh runs both on the emulated ConnectX and compares. Nothing
+ * printed may depend on the run: QP numbers and keys are shown as
+ * relations ("= local QP"), not values. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+
+static const char* err_name(int e) {
+    switch (e) {
+    case 0: return "ok";
+    case EINVAL: return "EINVAL";
+    case ENOMEM: return "ENOMEM";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EFAULT: return "EFAULT";
+    case ENOSYS: return "ENOSYS";
+    default: break;
+    }
+    static char num[32];
+    snprintf(num, sizeof(num), "%d", e);
+    return num;
+}
+
+struct env {
+    struct ibv_context* ctx;
+    struct ibv_pd* pd;
+    struct ibv_cq* cq;
+    struct ibv_mr* mr;
+    char* buf;
+    size_t len;
+    int eth;
+    union ibv_gid gid;
+    uint16_t lid;
+};
+
+/* ------------------------------------------------------------ creation */
+
+static void cq_case(struct env* e, int cqe) {
+    errno = 0;
+    struct ibv_cq* cq = ibv_create_cq(e->ctx, cqe, NULL, NULL, 0);
+    printf("  create_cq %-9d %s", cqe, err_name(cq ? 0 : errno));
+    if (cq) {
+        printf(" cqe %d", cq->cqe);
+        ibv_destroy_cq(cq);
+    }
+    printf("\n");
+}
+
+static void cq_ex_case(struct env* e, const char* what, uint64_t wc_flags, uint32_t mask, uint32_t flags) {
+    struct ibv_cq_init_attr_ex a = {.cqe = 10, .wc_flags = wc_flags, .comp_mask = mask, .flags = flags};
+    errno = 0;
+    struct ibv_cq_ex* cq = ibv_create_cq_ex(e->ctx, &a);
+    printf("  create_cq_ex %-28s %s\n", what, err_name(cq ? 0 : errno));
+    if (cq)
+        ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+}
+
+static void qp_case(struct env* e, enum ibv_qp_type type, struct ibv_srq* srq, uint32_t swr, uint32_t rwr,
+                    uint32_t ssge, uint32_t rsge, uint32_t inl) {
+    struct ibv_qp_init_attr a = {.send_cq = e->cq,
+                                 .recv_cq = e->cq,
+                                 .srq = srq,
+                                 .qp_type = type,
+                                 .cap = {.max_send_wr = swr,
+                                         .max_recv_wr = rwr,
+                                         .max_send_sge = ssge,
+                                         .max_recv_sge = rsge,
+                                         .max_inline_data = inl}};
+    errno = 0;
+    struct ibv_qp* qp = ibv_create_qp(e->pd, &a);
+    printf("  %s%s wr %u/%u sge %u/%u inline %u: %s",
+           type == IBV_QPT_RC       ? "RC"
+               : type == IBV_QPT_UC ? "UC"
+                                    : "UD",
+           srq ? "+srq" : "", swr, rwr, ssge, rsge, inl, err_name(qp ? 0 : errno));
+    if (qp) {
+        printf(" -> wr %u/%u sge %u/%u inline %u", a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_send_sge,
+               a.cap.max_recv_sge, a.cap.max_inline_data);
+        struct ibv_qp_attr qa;
+        struct ibv_qp_init_attr qi;
+        if (!ibv_query_qp(qp, &qa, IBV_QP_CAP, &qi))
+            printf("; query wr %u/%u sge %u/%u inline %u", qi.cap.max_send_wr, qi.cap.max_recv_wr, qi.cap.max_send_sge,
+                   qi.cap.max_recv_sge, qi.cap.max_inline_data);
+        ibv_destroy_qp(qp);
+    }
+    printf("\n");
+}
+
+static void srq_case(struct env* e, uint32_t wr, uint32_t sge) {
+    struct ibv_srq_init_attr a = {.attr = {.max_wr = wr, .max_sge = sge}};
+    errno = 0;
+    struct ibv_srq* srq = ibv_create_srq(e->pd, &a);
+    printf("  srq wr %u sge %u: %s", wr, sge, err_name(srq ? 0 : errno));
+    if (srq) {
+        struct ibv_srq_attr q;
+        printf(" -> wr %u sge %u", a.attr.max_wr, a.attr.max_sge);
+        if (!ibv_query_srq(srq, &q))
+            printf("; query wr %u sge %u limit %u", q.max_wr, q.max_sge, q.srq_limit);
+        ibv_destroy_srq(srq);
+    }
+    printf("\n");
+}
+
+/* ------------------------------------------------------------- traffic */
+
+static int to_state(struct ibv_qp* qp, enum ibv_qp_state s, struct env* e, uint32_t dest_qpn) {
+    struct ibv_qp_attr a = {.qp_state = s, .port_num = 1, .pkey_index = 0};
+    int mask = IBV_QP_STATE;
+    switch (s) {
+    case IBV_QPS_INIT:
+        mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+        if (qp->qp_type == IBV_QPT_UD) {
+            a.qkey = 0x11111111;
+            mask |= IBV_QP_QKEY;
+        } else {
+            a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+            mask |= IBV_QP_ACCESS_FLAGS;
+        }
+        break;
+    case IBV_QPS_RTR:
+        if (qp->qp_type == IBV_QPT_UD)
+            break;
+        a.path_mtu = IBV_MTU_1024;
+        a.dest_qp_num = dest_qpn;
+        a.rq_psn = 0;
+        a.ah_attr.port_num = 1;
+        a.ah_attr.dlid = e->lid;
+        if (e->eth) {
+            a.ah_attr.is_global = 1;
+            a.ah_attr.grh.dgid = e->gid;
+            a.ah_attr.grh.hop_limit = 1;
+        }
+        mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        if (qp->qp_type == IBV_QPT_RC) {
+            a.max_dest_rd_atomic = 1;
+            a.min_rnr_timer = 1;
+            mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        }
+        break;
+    case IBV_QPS_RTS:
+        a.sq_psn = 0;
+        mask |= IBV_QP_SQ_PSN;
+        if (qp->qp_type == IBV_QPT_RC) {
+            a.timeout = 10;
+            a.retry_cnt = 2;
+            a.rnr_retry = 2;
+            a.max_rd_atomic = 1;
+            mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+        }
+        break;
+    default: break;
+    }
+    return ibv_modify_qp(qp, &a, mask);
+}
+
+static struct ibv_qp* make_qp(struct env* e, enum ibv_qp_type type, struct ibv_srq* srq) {
+    struct ibv_qp_init_attr a = {
+        .send_cq = e->cq,
+        .recv_cq = e->cq,
+        .srq = srq,
+        .qp_type = type,
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2, .max_recv_sge = 2, .max_inline_data = 64}};
+    return ibv_create_qp(e->pd, &a);
+}
+
+static int connect_pair(struct env* e, struct ibv_qp* a, struct ibv_qp* b) {
+    int r = to_state(a, IBV_QPS_INIT, e, 0) || to_state(b, IBV_QPS_INIT, e, 0) ||
+        to_state(a, IBV_QPS_RTR, e, b->qp_num) || to_state(b, IBV_QPS_RTR, e, a->qp_num) ||
+        to_state(a, IBV_QPS_RTS, e, 0) || to_state(b, IBV_QPS_RTS, e, 0);
+    if (r)
+        printf("  connect: %s\n", err_name(r));
+    return r;
+}
+
+static const char* opcode_name(enum ibv_wc_opcode o) {
+    switch (o) {
+    case IBV_WC_SEND: return "SEND";
+    case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+    case IBV_WC_RDMA_READ: return "RDMA_READ";
+    case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+    case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+    case IBV_WC_RECV: return "RECV";
+    case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+    default: break;
+    }
+    static char num[16];
+    snprintf(num, sizeof(num), "op%d", o);
+    return num;
+}
+
+/* A completion as printed: the QP it belongs to (index into the caller's
+ * list), the work completion itself. */
+struct seen {
+    int qp;
+    struct ibv_wc wc;
+};
+
+static int by_qp_then_id(const void* x, const void* y) {
+    const struct seen* a = x;
+    const struct seen* b = y;
+    if (a->qp != b->qp)
+        return a->qp - b->qp;
+    return a->wc.wr_id < b->wc.wr_id ? -1 : a->wc.wr_id > b->wc.wr_id;
+}
+
+/* Waits (bounded) for `want` completions and prints them, per QP in wr_id
+ * order (how a send's and its receive's completions interleave in a shared
+ * CQ is the device's timing, not the provider's). Fields the provider
+ * leaves alone keep the 0x5a filler, so both must leave the same. */
+static void reap(struct env* e, int want, struct ibv_qp* const* qps, int nqps) {
+    struct seen got[64];
+    int n_got = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (n_got < want && n_got < 64) {
+        struct ibv_wc* wc = &got[n_got].wc;
+        memset(wc, 0x5a, sizeof(*wc));
+        int n = ibv_poll_cq(e->cq, 1, wc);
+        if (n < 0) {
+            printf("    poll_cq %d\n", n);
+            return;
+        }
+        if (n == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 5) {
+                printf("    timeout after %d of %d completions\n", n_got, want);
+                break;
+            }
+            continue;
+        }
+        got[n_got].qp = -1;
+        for (int i = 0; i < nqps; i++)
+            if (wc->qp_num == qps[i]->qp_num)
+                got[n_got].qp = i;
+        n_got++;
+    }
+    qsort(got, (size_t)n_got, sizeof(got[0]), by_qp_then_id);
+    for (int k = 0; k < n_got; k++) {
+        const struct ibv_wc* wc = &got[k].wc;
+        int si = -1;
+        for (int i = 0; i < nqps; i++)
+            if (wc->src_qp == qps[i]->qp_num)
+                si = i;
+        printf("    wr_id %llu %s %s len %u flags 0x%x qp %d", (unsigned long long)wc->wr_id,
+               wc->status ? ibv_wc_status_str(wc->status) : "ok", wc->status ? "-" : opcode_name(wc->opcode),
+               wc->byte_len, wc->wc_flags, got[k].qp);
+        if (wc->status == IBV_WC_SUCCESS && (wc->opcode & IBV_WC_RECV)) {
+            printf(" src %d sl %u pkey %u path_bits %u slid_ok %d", si, wc->sl, wc->pkey_index, wc->dlid_path_bits,
+                   wc->slid == e->lid);
+            if (wc->wc_flags & IBV_WC_WITH_IMM)
+                printf(" imm 0x%08x", ntohl(wc->imm_data));
+        }
+        printf("\n");
+    }
+}
+
+static void post(const char* what, int r) { printf("  %-40s %s\n", what, err_name(r)); }
+
+static void rc_traffic(struct env* e, enum ibv_qp_type type) {
+    printf("%s traffic\n", type == IBV_QPT_RC ? "RC" : "UC");
+    struct ibv_qp* a = make_qp(e, type, NULL);
+    struct ibv_qp* b = make_qp(e, type, NULL);
+    struct ibv_qp* qps[2] = {a, b};
+    if (!a || !b || connect_pair(e, a, b))
+        goto out;
+    char* src = e->buf;
+    char* dst = e->buf + 4096;
+    uint64_t* atom = (uint64_t*)(e->buf + 8192);
+    memset(src, 'a', 4096);
+    struct ibv_sge s = {.addr = (uintptr_t)src, .length = 100, .lkey = e->mr->lkey};
+    struct ibv_sge r = {.addr = (uintptr_t)dst, .length = 4096, .lkey = e->mr->lkey};
+    struct ibv_recv_wr rw = {.wr_id = 100, .sg_list = &r, .num_sge = 1}, *bad_r;
+    struct ibv_send_wr sw = {.wr_id = 1,
+                             .sg_list = &s,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad_s;
+    for (int i = 0; i < 4; i++) {
+        rw.wr_id = 100 + i;
+        post("post_recv", ibv_post_recv(b, &rw, &bad_r));
+    }
+    post("send", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 2, qps, 2);
+    sw.wr_id = 2;
+    sw.opcode = IBV_WR_SEND_WITH_IMM;
+    sw.imm_data = htonl(0x12345678);
+    sw.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_SOLICITED;
+    post("send imm inline", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 2, qps, 2);
+    sw.wr_id = 3;
+    sw.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    sw.wr.rdma.remote_addr = (uintptr_t)dst;
+    sw.wr.rdma.rkey = e->mr->rkey;
+    sw.send_flags = IBV_SEND_SIGNALED;
+    post("write imm", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 2, qps, 2);
+    /* Unsignaled write, then a signaled one: one completion retires both. */
+    sw.opcode = IBV_WR_RDMA_WRITE;
+    sw.wr_id = 4;
+    sw.send_flags = 0;
+    post("write unsignaled", ibv_post_send(a, &sw, &bad_s));
+    sw.wr_id = 5;
+    sw.send_flags = IBV_SEND_SIGNALED;
+    post("write", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 1, qps, 2);
+    if (type == IBV_QPT_RC) {
+        sw.wr_id = 6;
+        sw.opcode = IBV_WR_RDMA_READ;
+        s.addr = (uintptr_t)(e->buf + 12288);
+        s.length = 300;
+        post("read", ibv_post_send(a, &sw, &bad_s));
+        reap(e, 1, qps, 2);
+        printf("  read data ok %d\n", memcmp(e->buf + 12288, dst, 300) == 0);
+        atom[0] = 5;
+        struct ibv_sge as = {.addr = (uintptr_t)(atom + 1), .length = 8, .lkey = e->mr->lkey};
+        struct ibv_send_wr aw = {.wr_id = 7,
+                                 .sg_list = &as,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+                                 .send_flags = IBV_SEND_SIGNALED};
+        aw.wr.atomic.remote_addr = (uintptr_t)atom;
+        aw.wr.atomic.rkey = e->mr->rkey;
+        aw.wr.atomic.compare_add = 3;
+        post("fetch_add", ibv_post_send(a, &aw, &bad_s));
+        reap(e, 1, qps, 2);
+        printf("  fetch_add old %llu now %llu\n", (unsigned long long)atom[1], (unsigned long long)atom[0]);
+        aw.wr_id = 8;
+        aw.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+        aw.wr.atomic.compare_add = 8;
+        aw.wr.atomic.swap = 42;
+        post("cmp_swp", ibv_post_send(a, &aw, &bad_s));
+        reap(e, 1, qps, 2);
+        printf("  cmp_swp old %llu now %llu\n", (unsigned long long)atom[1], (unsigned long long)atom[0]);
+    }
+    /* Bad posts: too many SGEs, an opcode past the table, inline too long,
+     * a receive with too many SGEs. */
+    struct ibv_sge many[8];
+    for (int i = 0; i < 8; i++)
+        many[i] = s;
+    struct ibv_send_wr bw = {.wr_id = 9, .sg_list = many, .num_sge = 3, .opcode = IBV_WR_SEND};
+    bad_s = NULL;
+    post("send 3 sges (max 2)", ibv_post_send(a, &bw, &bad_s));
+    printf("  bad_wr is it %d\n", bad_s == &bw);
+    bw.num_sge = 1;
+    bw.opcode = (enum ibv_wr_opcode)40;
+    post("send opcode 40", ibv_post_send(a, &bw, &bad_s));
+    bw.opcode = IBV_WR_SEND;
+    bw.send_flags = IBV_SEND_INLINE;
+    many[0].length = 2000;
+    post("send inline 2000 bytes", ibv_post_send(a, &bw, &bad_s));
+    struct ibv_recv_wr brw = {.wr_id = 10, .sg_list = many, .num_sge = 8};
+    struct ibv_recv_wr* bad_rr = NULL;
+    post("post_recv 8 sges", ibv_post_recv(b, &brw, &bad_rr));
+    printf("  bad_wr is it %d\n", bad_rr == &brw);
+    /* Overflow: more WRs than the queue holds, unsignaled (no CQE). */
+    int full = 0, r2 = 0;
+    struct ibv_send_wr fw = {.wr_id = 11, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE};
+    s.length = 8;
+    fw.wr.rdma.remote_addr = (uintptr_t)dst;
+    fw.wr.rdma.rkey = e->mr->rkey;
+    struct ibv_send_wr chain[40];
+    for (int i = 0; i < 40; i++) {
+        chain[i] = fw;
+        chain[i].next = i < 39 ? &chain[i + 1] : NULL;
+    }
+    r2 = ibv_post_send(a, chain, &bad_s);
+    for (int i = 0; i < 40; i++)
+        if (bad_s == &chain[i])
+            full = i;
+    printf("  post 40 writes: %s, first refused #%d\n", err_name(r2), full);
+out:
+    if (a)
+        ibv_destroy_qp(a);
+    if (b)
+        ibv_destroy_qp(b);
+}
+
+static void ud_traffic(struct env* e) {
+    printf("UD traffic\n");
+    struct ibv_qp* a = make_qp(e, IBV_QPT_UD, NULL);
+    struct ibv_qp* b = make_qp(e, IBV_QPT_UD, NULL);
+    struct ibv_qp* qps[2] = {a, b};
+    struct ibv_ah* ah = NULL;
+    if (!a || !b || to_state(a, IBV_QPS_INIT, e, 0) || to_state(b, IBV_QPS_INIT, e, 0) ||
+        to_state(a, IBV_QPS_RTR, e, 0) || to_state(b, IBV_QPS_RTR, e, 0) || to_state(a, IBV_QPS_RTS, e, 0) ||
+        to_state(b, IBV_QPS_RTS, e, 0)) {
+        printf("  setup failed\n");
+        goto out;
+    }
+    struct ibv_ah_attr aa = {.dlid = e->lid, .port_num = 1, .sl = 3};
+    if (e->eth) {
+        aa.is_global = 1;
+        aa.grh.dgid = e->gid;
+        aa.grh.hop_limit = 1;
+    }
+    errno = 0;
+    ah = ibv_create_ah(e->pd, &aa);
+    post("create_ah", ah ? 0 : errno);
+    struct ibv_ah_attr bad = aa;
+    bad.port_num = 7;
+    errno = 0;
+    struct ibv_ah* bah = ibv_create_ah(e->pd, &bad);
+    post("create_ah port 7", bah ? 0 : errno);
+    if (!ah)
+        goto out;
+    struct ibv_sge r = {.addr = (uintptr_t)(e->buf + 4096), .length = 2048, .lkey = e->mr->lkey};
+    struct ibv_sge s = {.addr = (uintptr_t)e->buf, .length = 200, .lkey = e->mr->lkey};
+    struct ibv_recv_wr rw = {.wr_id = 200, .sg_list = &r, .num_sge = 1}, *bad_r;
+    struct ibv_send_wr sw = {.wr_id = 20,
+                             .sg_list = &s,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND_WITH_IMM,
+                             .send_flags = IBV_SEND_SIGNALED,
+                             .imm_data = htonl(0xabcdef01)},
+                       *bad_s;
+    sw.wr.ud.ah = ah;
+    sw.wr.ud.remote_qpn = b->qp_num;
+    sw.wr.ud.remote_qkey = 0x11111111;
+    post("post_recv", ibv_post_recv(b, &rw, &bad_r));
+    post("send imm", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 2, qps, 2);
+    sw.wr.ud.ah = NULL;
+out:
+    if (ah)
+        ibv_destroy_ah(ah);
+    if (a)
+        ibv_destroy_qp(a);
+    if (b)
+        ibv_destroy_qp(b);
+}
+
+static void srq_traffic(struct env* e) {
+    printf("SRQ traffic\n");
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+    struct ibv_srq* srq = ibv_create_srq(e->pd, &sa);
+    struct ibv_qp* a = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* b = srq ? make_qp(e, IBV_QPT_RC, srq) : NULL;
+    struct ibv_qp* qps[2] = {a, b};
+    if (!srq || !a || !b || connect_pair(e, a, b))
+        goto out;
+    struct ibv_sge r = {.addr = (uintptr_t)(e->buf + 4096), .length = 512, .lkey = e->mr->lkey};
+    struct ibv_recv_wr rw = {.sg_list = &r, .num_sge = 1}, *bad_r;
+    for (int i = 0; i < 3; i++) {
+        rw.wr_id = 300 + i;
+        post("post_srq_recv", ibv_post_srq_recv(srq, &rw, &bad_r));
+    }
+    struct ibv_recv_wr many = {.wr_id = 399, .sg_list = &r, .num_sge = 2};
+    post("post_srq_recv 2 sges (max 1)", ibv_post_srq_recv(srq, &many, &bad_r));
+    struct ibv_sge s = {.addr = (uintptr_t)e->buf, .length = 64, .lkey = e->mr->lkey};
+    struct ibv_send_wr sw = {.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+                       *bad_s;
+    for (int i = 0; i < 3; i++) {
+        sw.wr_id = 30 + i;
+        post("send", ibv_post_send(a, &sw, &bad_s));
+    }
+    reap(e, 6, qps, 2);
+    /* More receives than the SRQ takes. */
+    int n = 0;
+    rw.wr_id = 350;
+    while (n < 100 && !ibv_post_srq_recv(srq, &rw, &bad_r))
+        n++;
+    printf("  srq took %d more receives\n", n);
+out:
+    if (b)
+        ibv_destroy_qp(b);
+    if (a)
+        ibv_destroy_qp(a);
+    if (srq)
+        ibv_destroy_srq(srq);
+}
+
+static void error_traffic(struct env* e) {
+    printf("RC error and flush\n");
+    struct ibv_qp* a = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* b = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* qps[2] = {a, b};
+    if (!a || !b || connect_pair(e, a, b))
+        goto out;
+    struct ibv_sge s = {.addr = (uintptr_t)e->buf, .length = 64, .lkey = e->mr->lkey ^ 0x100000};
+    struct ibv_send_wr sw = {.wr_id = 40,
+                             .sg_list = &s,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad_s;
+    sw.wr.rdma.remote_addr = (uintptr_t)(e->buf + 4096);
+    sw.wr.rdma.rkey = e->mr->rkey;
+    post("write with a bad lkey", ibv_post_send(a, &sw, &bad_s));
+    s.lkey = e->mr->lkey;
+    sw.wr_id = 41;
+    post("write after it", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 2, qps, 2);
+    struct ibv_qp_attr qa;
+    struct ibv_qp_init_attr qi;
+    ibv_query_qp(a, &qa, IBV_QP_STATE, &qi);
+    printf("  state %d\n", qa.qp_state);
+    /* Back through RESET: the queues start over. */
+    post("to RESET", to_state(a, IBV_QPS_RESET, e, 0));
+    post("to INIT", to_state(a, IBV_QPS_INIT, e, 0));
+    post("to RTR", to_state(a, IBV_QPS_RTR, e, b->qp_num));
+    post("to RTS", to_state(a, IBV_QPS_RTS, e, 0));
+    struct ibv_recv_wr rw = {.wr_id = 400, .sg_list = &s, .num_sge = 1}, *bad_r;
+    post("post_recv", ibv_post_recv(b, &rw, &bad_r));
+    sw.wr_id = 42;
+    sw.opcode = IBV_WR_SEND;
+    post("send", ibv_post_send(a, &sw, &bad_s));
+    reap(e, 1, qps, 2);
+out:
+    if (a)
+        ibv_destroy_qp(a);
+    if (b)
+        ibv_destroy_qp(b);
+}
+
+/* The ibv_wr_* interface: a batch of three, an aborted one, a batch whose
+ * inline data is too long. */
+static void wr_api(struct env* e) {
+    printf("ibv_wr_* interface\n");
+    struct ibv_qp_init_attr_ex x = {
+        .send_cq = e->cq,
+        .recv_cq = e->cq,
+        .qp_type = IBV_QPT_RC,
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2, .max_recv_sge = 2, .max_inline_data = 32},
+        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        .pd = e->pd,
+        .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE};
+    errno = 0;
+    struct ibv_qp* a = ibv_create_qp_ex(e->ctx, &x);
+    printf("  create_qp_ex send+write: %s", err_name(a ? 0 : errno));
+    if (a)
+        printf(" -> wr %u sge %u inline %u", x.cap.max_send_wr, x.cap.max_send_sge, x.cap.max_inline_data);
+    printf("\n");
+    struct ibv_qp_init_attr_ex y = x;
+    y.send_ops_flags = IBV_QP_EX_WITH_TSO;
+    errno = 0;
+    struct ibv_qp* t = ibv_create_qp_ex(e->ctx, &y);
+    printf("  create_qp_ex tso on RC: %s\n", err_name(t ? 0 : errno));
+    if (t)
+        ibv_destroy_qp(t);
+    struct ibv_qp* b = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* qps[2] = {a, b};
+    if (!a || !b || connect_pair(e, a, b))
+        goto out;
+    struct ibv_qp_ex* q = ibv_qp_to_qp_ex(a);
+    struct ibv_sge r = {.addr = (uintptr_t)(e->buf + 4096), .length = 4096, .lkey = e->mr->lkey};
+    struct ibv_recv_wr rw = {.wr_id = 500, .sg_list = &r, .num_sge = 1}, *bad_r;
+    post("post_recv", ibv_post_recv(b, &rw, &bad_r));
+    ibv_wr_start(q);
+    q->wr_id = 50;
+    q->wr_flags = 0;
+    ibv_wr_rdma_write(q, e->mr->rkey, (uintptr_t)(e->buf + 8192));
+    ibv_wr_set_sge(q, e->mr->lkey, (uintptr_t)e->buf, 128);
+    q->wr_id = 51;
+    q->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(q);
+    ibv_wr_set_inline_data(q, e->buf, 20);
+    q->wr_id = 52;
+    ibv_wr_rdma_write(q, e->mr->rkey, (uintptr_t)(e->buf + 8192));
+    struct ibv_sge two[2] = {{(uintptr_t)e->buf, 16, e->mr->lkey}, {(uintptr_t)e->buf + 16, 16, e->mr->lkey}};
+    ibv_wr_set_sge_list(q, 2, two);
+    post("wr_complete (write, send inline, write)", ibv_wr_complete(q));
+    reap(e, 3, qps, 2);
+    ibv_wr_start(q);
+    q->wr_id = 53;
+    ibv_wr_send(q);
+    ibv_wr_set_sge(q, e->mr->lkey, (uintptr_t)e->buf, 8);
+    ibv_wr_abort(q);
+    ibv_wr_start(q);
+    q->wr_id = 54;
+    ibv_wr_send(q);
+    ibv_wr_set_inline_data(q, e->buf, 2000);
+    post("wr_complete (inline 2000)", ibv_wr_complete(q));
+    ibv_wr_start(q);
+    q->wr_id = 55;
+    q->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_send(q);
+    ibv_wr_set_sge(q, e->mr->lkey, (uintptr_t)e->buf, 8);
+    post("wr_complete (send after the abort)", ibv_wr_complete(q));
+    post("post_recv", ibv_post_recv(b, &rw, &bad_r));
+    reap(e, 2, qps, 2);
+out:
+    if (a)
+        ibv_destroy_qp(a);
+    if (b)
+        ibv_destroy_qp(b);
+}
+
+int main(void) {
+    int n = 0;
+    struct ibv_device** list = ibv_get_device_list(&n);
+    if (!list || n < 1) {
+        printf("no device\n");
+        return 1;
+    }
+    struct env e = {0};
+    e.ctx = ibv_open_device(list[0]);
+    if (!e.ctx) {
+        perror("ibv_open_device");
+        return 1;
+    }
+    struct ibv_port_attr pa;
+    ibv_query_port(e.ctx, 1, &pa);
+    e.eth = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+    e.lid = pa.lid;
+    ibv_query_gid(e.ctx, 1, 0, &e.gid);
+    e.pd = ibv_alloc_pd(e.ctx);
+    e.cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+    e.len = 1 << 16;
+    e.buf = aligned_alloc(4096, e.len);
+    memset(e.buf, 0, e.len);
+    e.mr = ibv_reg_mr(e.pd, e.buf, e.len,
+                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                          IBV_ACCESS_REMOTE_ATOMIC);
+    if (!e.pd || !e.cq || !e.mr) {
+        printf("setup failed\n");
+        return 1;
+    }
+    printf("%s (%s)\n", ibv_get_device_name(list[0]), e.eth ? "RoCE" : "InfiniBand");
+
+    printf("CQ sizes\n");
+    int cqes[] = {1, 2, 100, 4096, 65535, (1 << 24) - 1, 1 << 24, 0, -1};
+    for (size_t i = 0; i < sizeof(cqes) / sizeof(cqes[0]); i++)
+        cq_case(&e, cqes[i]);
+    cq_ex_case(&e, "standard", IBV_WC_STANDARD_FLAGS, 0, 0);
+    cq_ex_case(&e, "timestamp", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, 0);
+    cq_ex_case(&e, "single threaded", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS,
+               IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+    cq_ex_case(&e, "unknown flag", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS, 1 << 5);
+    cq_ex_case(&e, "unknown comp_mask", IBV_WC_STANDARD_FLAGS, 1 << 6, 0);
+    cq_ex_case(&e, "unknown wc flag", 1ull << 40, 0, 0);
+
+    printf("QP sizes\n");
+    enum ibv_qp_type types[] = {IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD};
+    for (int t = 0; t < 3; t++) {
+        qp_case(&e, types[t], NULL, 1, 1, 1, 1, 0);
+        qp_case(&e, types[t], NULL, 100, 100, 1, 1, 0);
+        qp_case(&e, types[t], NULL, 64, 16, 4, 3, 64);
+        qp_case(&e, types[t], NULL, 10, 10, 2, 2, 200);
+        qp_case(&e, types[t], NULL, 1000, 1000, 16, 8, 0);
+        qp_case(&e, types[t], NULL, 0, 8, 1, 1, 0);
+        qp_case(&e, types[t], NULL, 8, 0, 1, 0, 0);
+        qp_case(&e, types[t], NULL, 8, 8, 0, 0, 0);
+        qp_case(&e, types[t], NULL, 8, 8, 31, 1, 0);
+        qp_case(&e, types[t], NULL, 8, 8, 64, 1, 0);
+        qp_case(&e, types[t], NULL, 8, 8, 1, 64, 0);
+        qp_case(&e, types[t], NULL, 8, 8, 1, 1, 1000);
+        qp_case(&e, types[t], NULL, 1 << 20, 8, 1, 1, 0);
+    }
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+    struct ibv_srq* srq = ibv_create_srq(e.pd, &sa);
+    if (srq) {
+        qp_case(&e, IBV_QPT_RC, srq, 16, 16, 1, 1, 0);
+        qp_case(&e, IBV_QPT_RC, srq, 16, 0, 1, 0, 0);
+        ibv_destroy_srq(srq);
+    }
+    printf("SRQ sizes\n");
+    srq_case(&e, 1, 1);
+    srq_case(&e, 100, 1);
+    srq_case(&e, 100, 2);
+    srq_case(&e, 64, 0);
+    srq_case(&e, 1000, 5);
+    srq_case(&e, 0, 1);
+    srq_case(&e, 1 << 20, 1);
+    srq_case(&e, 16, 100);
+
+    rc_traffic(&e, IBV_QPT_RC);
+    rc_traffic(&e, IBV_QPT_UC);
+    ud_traffic(&e);
+    srq_traffic(&e);
+    error_traffic(&e);
+    wr_api(&e);
+
+    ibv_dereg_mr(e.mr);
+    ibv_destroy_cq(e.cq);
+    ibv_dealloc_pd(e.pd);
+    ibv_close_device(e.ctx);
+    ibv_free_device_list(list);
+    free(e.buf);
+    return 0;
+}

@@ -1,0 +1,14 @@
+#!/bin/bash
+# data_path.sh RUN OURS REFERENCE OURS_LIB WORK: queue sizes, bad posts and
+# the completions of RC, UC, UD, SRQ and ibv_wr_* traffic (data_path.c) of
+# our libibverbs + mlx5 provider against Debian's, on the emulated ConnectX
+# (InfiniBand and RoCE ports, the queue knobs of MLX5_*).
+exec "$(dirname "$0")/twin.sh" "$@" <<'CASES'
+-
+roce.conf
+- MLX5_CQE_SIZE=128
+- MLX5_CQE_SIZE=100
+- MLX5_POST_SEND_PREFER_BF=0
+- MLX5_SHUT_UP_BF=1
+- MLX5_SINGLE_THREADED=1
+CASES
