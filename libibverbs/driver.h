@@ -390,6 +390,35 @@ int destroy_object(T* obj, Destroy&& destroy) {
     return 0;
 }
 
+// For providers whose QPs go through the legacy CREATE_QP command: what
+// they accept of ibv_create_qp_ex's attributes (a PD, else EINVAL; no
+// creation flags and nothing beyond them, else EOPNOTSUPP; ibv_wr_* send
+// ops within `send_ops`, else EOPNOTSUPP), 0 when all of it fits.
+inline int check_legacy_qp_attr(const ibv_qp_init_attr_ex& a, uint64_t send_ops) {
+    constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd)
+        return EINVAL;
+    if ((a.comp_mask & ~kKnown) || ((a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a.create_flags))
+        return EOPNOTSUPP;
+    if ((a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (a.send_ops_flags & ~send_ops))
+        return EOPNOTSUPP;
+    return 0;
+}
+
+// The legacy attributes of an extended request (check_legacy_qp_attr
+// passed); the caller copies .cap back after the command.
+inline ibv_qp_init_attr legacy_qp_attr(const ibv_qp_init_attr_ex& a) {
+    ibv_qp_init_attr l{};
+    l.qp_context = a.qp_context;
+    l.send_cq = a.send_cq;
+    l.recv_cq = a.recv_cq;
+    l.srq = a.srq;
+    l.cap = a.cap;
+    l.qp_type = a.qp_type;
+    l.sq_sig_all = a.sq_sig_all;
+    return l;
+}
+
 // A provider's Device::open_context: a Ctx over cmd_fd set up by `open`
 // (0 or a positive errno); on failure nullptr + errno, and cmd_fd is still
 // the caller's to close.

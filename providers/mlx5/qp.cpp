@@ -327,28 +327,12 @@ ibv_qp* Mlx5Context::create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 // The extended attributes this provider takes so far: a PD, no creation
 // flags, and the ibv_wr_* send operations of the QP's transport.
 ibv_qp* Mlx5Context::create_qp_ex(ibv_qp_init_attr_ex* attr) {
-    constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-        errno = EINVAL;
-        return nullptr;
-    }
-    if ((attr->comp_mask & ~kKnown) || ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
-        errno = EOPNOTSUPP;
+    if (int e = check_legacy_qp_attr(*attr, supported_send_ops(attr->qp_type))) {
+        errno = e;
         return nullptr;
     }
     const bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    if (wr_api && (attr->send_ops_flags & ~supported_send_ops(attr->qp_type))) {
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
-    ibv_qp_init_attr a{};
-    a.qp_context = attr->qp_context;
-    a.send_cq = attr->send_cq;
-    a.recv_cq = attr->recv_cq;
-    a.srq = attr->srq;
-    a.cap = attr->cap;
-    a.qp_type = attr->qp_type;
-    a.sq_sig_all = attr->sq_sig_all;
+    ibv_qp_init_attr a = legacy_qp_attr(*attr);
     Mlx5Qp* qp = new_qp(attr->pd, &a, wr_api ? attr->send_ops_flags : 0);
     attr->cap = a.cap;
     if (!qp)

@@ -197,28 +197,11 @@ ibv_qp* RxeContext::create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 // extended attributes (a PD, no creation flags, send ops) fits the legacy
 // command, and the send ops are userspace's business alone.
 ibv_qp* RxeContext::create_qp_ex(ibv_qp_init_attr_ex* attr) {
-    constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-        errno = EINVAL;
+    if (int e = verbs::check_legacy_qp_attr(*attr, supported_send_ops(attr->qp_type))) {
+        errno = e;
         return nullptr;
     }
-    if ((attr->comp_mask & ~kKnown) || ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
-    if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-        (attr->send_ops_flags & ~supported_send_ops(attr->qp_type))) {
-        errno = EOPNOTSUPP;
-        return nullptr;
-    }
-    ibv_qp_init_attr legacy{};
-    legacy.qp_context = attr->qp_context;
-    legacy.send_cq = attr->send_cq;
-    legacy.recv_cq = attr->recv_cq;
-    legacy.srq = attr->srq;
-    legacy.cap = attr->cap;
-    legacy.qp_type = attr->qp_type;
-    legacy.sq_sig_all = attr->sq_sig_all;
+    ibv_qp_init_attr legacy = verbs::legacy_qp_attr(*attr);
     RxeQp* qp = new_qp(attr->pd, &legacy);
     if (!qp)
         return nullptr;
