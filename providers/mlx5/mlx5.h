@@ -283,7 +283,9 @@ struct Mlx5Qp {
     DmaBuf dbrec_buf;
     volatile __be32* db;  // [0] receive counter, [1] send counter
     uint8_t* sq_end;
-    Bfreg* bf;
+    Bfreg* bf;  // never null (register 0 when the kernel named none)
+    uint32_t bf_max_size;  // largest BlueFlame WQE in 16-byte units, 0: none
+    bool prefer_bf;  // MLX5_POST_SEND_PREFER_BF
     uint32_t uidx;
     uint32_t max_inline;
     uint8_t sq_signal_bits;  // CQ_UPDATE when every WR is signaled

@@ -8,6 +8,9 @@
 #include "providers/mlx5/mlx5.h"
 
 #include <endian.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <cstring>
 #include <mutex>
@@ -171,14 +174,17 @@ constexpr OpInfo kOps[kOpcodeCount] = {
 
 // Would nreq more WRs overflow the queue? The tail moves under the CQ's
 // lock (poll), so a full-looking queue is looked at again under it.
-bool wq_overflow(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
-    uint32_t cur = wq.head - __atomic_load_n(&wq.tail, __ATOMIC_RELAXED);
-    if (cur + nreq < wq.max_post)
-        return false;
+[[gnu::noinline]] bool wq_overflow_locked(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
     Mlx5Cq* mcq = to_mcq(cq);
     std::lock_guard guard(mcq->lock);
-    cur = wq.head - wq.tail;
-    return cur + nreq >= wq.max_post;
+    return wq.head - wq.tail + nreq >= wq.max_post;
+}
+
+inline bool wq_overflow(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
+    const uint32_t cur = wq.head - __atomic_load_n(&wq.tail, __ATOMIC_RELAXED);
+    if (cur + nreq < wq.max_post) [[likely]]
+        return false;
+    return wq_overflow_locked(wq, nreq, cq);
 }
 
 inline void set_data_seg(void* p, uint32_t length, uint32_t lkey, uint64_t addr) {
@@ -190,14 +196,25 @@ inline void set_data_seg(void* p, uint32_t length, uint32_t lkey, uint64_t addr)
 
 // The last WQE posted, written whole into the BlueFlame buffer: the
 // device starts on it without reading host memory. 64-byte blocks,
-// following the WQE around the end of the SQ.
-void bf_copy(Mlx5Qp& qp, volatile uint64_t* dst, const uint8_t* wqe, uint32_t bytes) {
+// following the WQE around the end of the SQ; 16-byte stores where the
+// CPU has them (the register is write-combining memory).
+inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t bytes) {
     const uint8_t* src = wqe;
     while (bytes) {
+#if defined(__SSE2__)
+        const auto* s = reinterpret_cast<const __m128i*>(src);
+        auto* d = reinterpret_cast<__m128i*>(dst);
+        _mm_store_si128(d, _mm_load_si128(s));
+        _mm_store_si128(d + 1, _mm_load_si128(s + 1));
+        _mm_store_si128(d + 2, _mm_load_si128(s + 2));
+        _mm_store_si128(d + 3, _mm_load_si128(s + 3));
+#else
+        auto* d = reinterpret_cast<volatile uint64_t*>(dst);
         const auto* s = reinterpret_cast<const uint64_t*>(src);
         for (int i = 0; i < 8; ++i)
-            dst[i] = s[i];
-        dst += 8;
+            d[i] = s[i];
+#endif
+        dst += MLX5_SEND_WQE_BB;
         src += MLX5_SEND_WQE_BB;
         bytes -= MLX5_SEND_WQE_BB;
         if (src == qp.sq_end)
@@ -205,21 +222,19 @@ void bf_copy(Mlx5Qp& qp, volatile uint64_t* dst, const uint8_t* wqe, uint32_t by
     }
 }
 
-void ring_send_doorbell(Mlx5Qp& qp, const Mlx5Context& ctx, const uint8_t* ctrl, uint32_t size, uint32_t nreq,
-                        bool inl) {
+void ring_send_doorbell(Mlx5Qp& qp, const uint8_t* ctrl, uint32_t size, uint32_t nreq, bool inl) {
     qp.sq.head += nreq;
     to_device_barrier();
     qp.db[MLX5_SND_DBR] = htobe32(qp.sq.cur_post & 0xffff);
     Bfreg* bf = qp.bf;
-    if (!bf)
-        return;
     if (bf->shared)
         bf->lock.lock();
-    auto* reg = reinterpret_cast<volatile uint64_t*>(static_cast<uint8_t*>(bf->reg) + bf->offset);
-    if (nreq == 1 && bf->buf_size && (inl || ctx.env().prefer_bf) && size > 1 && size <= bf->buf_size / 16)
+    uint8_t* reg = static_cast<uint8_t*>(bf->reg) + bf->offset;
+    // bf_max_size is 0 where the register has no BlueFlame buffer.
+    if (nreq == 1 && size <= qp.bf_max_size && size > 1 && (inl || qp.prefer_bf))
         bf_copy(qp, reg, ctrl, align_up(size * kSegSize, MLX5_SEND_WQE_BB));
     else
-        *reg = *reinterpret_cast<const uint64_t*>(ctrl);
+        *reinterpret_cast<volatile uint64_t*>(reg) = *reinterpret_cast<const uint64_t*>(ctrl);
     flush_wc_writes();
     bf->offset ^= bf->buf_size;
     if (bf->shared)
@@ -307,6 +322,8 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         q.bf = bfreg(resp.bfreg_index);
         if (!q.bf)
             q.bf = bfreg(0);
+        q.bf_max_size = q.bf->buf_size / kSegSize;
+        q.prefer_bf = env_.prefer_bf;
         return 0;
     });
     if (!qp)
@@ -588,7 +605,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     if (err)
         *bad_wr = wr;
     if (nreq)
-        ring_send_doorbell(*qp, *to_mctx(ibqp->context), last_ctrl, last_size, nreq, last_inline);
+        ring_send_doorbell(*qp, last_ctrl, last_size, nreq, last_inline);
     return err;
 }
 
@@ -795,7 +812,7 @@ int wr_complete(ibv_qp_ex* qpx) {
     if (err)
         qp->sq.cur_post = b.start_post;
     else if (b.nreq)
-        ring_send_doorbell(*qp, *to_mctx(qp->vqp.qp()->context), b.last_ctrl, b.last_size, b.nreq, b.last_inl);
+        ring_send_doorbell(*qp, b.last_ctrl, b.last_size, b.nreq, b.last_inl);
     qp->sq.lock.unlock();
     return err;
 }

@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
     ibv_gid gid;
     if (ibv_query_gid(ctx, 1, gid_index, &gid))
         return die("gid");
+    // The port's own LID: InfiniBand routes by it (0 on RoCE, e.g. rxe).
+    ibv_port_attr port{};
+    if (ibv_query_port(ctx, 1, &port))
+        return die("port");
     for (int k = 0; k < 2; ++k) {
         ibv_qp* q = qps[k];
         ibv_qp_attr a{};
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
         a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
         a.ah_attr.grh.hop_limit = 64;
         a.ah_attr.port_num = 1;
+        a.ah_attr.dlid = port.lid;
         if (ibv_modify_qp(q, &a,
                           IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
