@@ -578,6 +578,22 @@ ibv_context* open_device(ibv_device* dev) {
     return ctx;
 }
 
+bool open_channel_and_pd(Resources& res, bool use_event) {
+    if (use_event) {
+        res.channel = ibv_create_comp_channel(res.context);
+        if (!res.channel) {
+            std::fprintf(stderr, "Couldn't create completion channel\n");
+            return false;
+        }
+    }
+    res.pd = ibv_alloc_pd(res.context);
+    if (!res.pd) {
+        std::fprintf(stderr, "Couldn't allocate PD\n");
+        return false;
+    }
+    return true;
+}
+
 void seed_psn() { srand48(static_cast<long>(getpid()) * std::time(nullptr)); }
 
 int random_psn() { return static_cast<int>(lrand48() & 0xffffff); }

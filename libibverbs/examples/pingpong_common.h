@@ -225,6 +225,10 @@ std::unique_ptr<char, FreeDeleter> alloc_page_aligned(std::size_t size, long pag
 // Opens the device, printing "Couldn't get context for <dev>" on failure.
 ibv_context* open_device(ibv_device* dev);
 
+// The completion channel (when events are asked for) and the PD of
+// res.context, each failure reported as the reference words it.
+bool open_channel_and_pd(Resources& res, bool use_event);
+
 // Seeds lrand48 the way the reference does (pid and time) and draws PSNs.
 void seed_psn();
 int random_psn();

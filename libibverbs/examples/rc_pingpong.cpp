@@ -177,19 +177,8 @@ bool RcPingpong::init(ibv_device* dev) {
     if (!res_.context)
         return false;
 
-    if (opts_.use_event) {
-        res_.channel = ibv_create_comp_channel(res_.context);
-        if (!res_.channel) {
-            std::fprintf(stderr, "Couldn't create completion channel\n");
-            return false;
-        }
-    }
-
-    res_.pd = ibv_alloc_pd(res_.context);
-    if (!res_.pd) {
-        std::fprintf(stderr, "Couldn't allocate PD\n");
+    if (!open_channel_and_pd(res_, opts_.use_event))
         return false;
-    }
 
     int access = IBV_ACCESS_LOCAL_WRITE;
     if ((flags_.use_odp || flags_.use_ts || flags_.use_dm) && !query_features(access))

@@ -187,19 +187,8 @@ bool SrqPingpong::init(ibv_device* dev) {
         access |= IBV_ACCESS_ON_DEMAND;
     }
 
-    if (opts_.use_event) {
-        res_.channel = ibv_create_comp_channel(res_.context);
-        if (!res_.channel) {
-            std::fprintf(stderr, "Couldn't create completion channel\n");
-            return false;
-        }
-    }
-
-    res_.pd = ibv_alloc_pd(res_.context);
-    if (!res_.pd) {
-        std::fprintf(stderr, "Couldn't allocate PD\n");
+    if (!open_channel_and_pd(res_, opts_.use_event))
         return false;
-    }
 
     res_.mr = ibv_reg_mr(res_.pd, res_.buf.get(), static_cast<std::size_t>(size_), access);
     if (!res_.mr) {

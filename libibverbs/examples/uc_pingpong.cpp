@@ -74,19 +74,8 @@ bool UcPingpong::init(ibv_device* dev) {
     if (!res_.context)
         return false;
 
-    if (opts_.use_event) {
-        res_.channel = ibv_create_comp_channel(res_.context);
-        if (!res_.channel) {
-            std::fprintf(stderr, "Couldn't create completion channel\n");
-            return false;
-        }
-    }
-
-    res_.pd = ibv_alloc_pd(res_.context);
-    if (!res_.pd) {
-        std::fprintf(stderr, "Couldn't allocate PD\n");
+    if (!open_channel_and_pd(res_, opts_.use_event))
         return false;
-    }
 
     res_.mr = ibv_reg_mr(res_.pd, res_.buf.get(), static_cast<std::size_t>(size_), IBV_ACCESS_LOCAL_WRITE);
     if (!res_.mr) {
