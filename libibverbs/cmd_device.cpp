@@ -120,7 +120,9 @@ int Context::init_kernel_context(const void* drv_in, size_t in_len, void* drv_ou
         c.async_fd = alloc_async_fd(c.cmd_fd, driver_id());
         return c.async_fd < 0 ? errno : 0;
     }
-    if (!ioctl_unsupported(err))
+    // A driver refusing the request (DEVX, an unknown tail) answers so
+    // through the ioctl; the legacy command would only repeat the refusal.
+    if (!ioctl_method_absent(err))
         return err;
 
     alignas(8) unsigned char buf[sizeof(ib_uverbs_get_context_resp) + 256] = {};

@@ -121,4 +121,10 @@ inline bool ioctl_unsupported(int err) {
     return err == ENOTTY || err == EPROTONOSUPPORT || err == EOPNOTSUPP || err == ENOSYS;
 }
 
+// The reference's rule for commands with a write() twin: only a kernel
+// without the ioctl framework (ENOTTY) or without this method or one of
+// its mandatory attributes (EPROTONOSUPPORT) makes it write instead. Any
+// other error, EOPNOTSUPP included, is the driver's answer and stands.
+inline bool ioctl_method_absent(int err) { return err == ENOTTY || err == EPROTONOSUPPORT; }
+
 }  // namespace rdma::verbs

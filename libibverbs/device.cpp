@@ -247,7 +247,7 @@ ibv_context* import_device(int cmd_fd) {
     return ctx->ibv();
 }
 
-ibv_context* open_device(ibv_device* device) {
+ibv_context* open_device(ibv_device* device, void* private_data) {
     const int saved_errno = errno;
     Device* d = Device::from(device);
     const std::string path = "/dev/infiniband/" + d->sysfs().sysfs_name;
@@ -256,7 +256,7 @@ ibv_context* open_device(ibv_device* device) {
     rdma::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
     if (!fd)
         return nullptr;
-    Context* ctx = d->open_context(fd.get(), nullptr);
+    Context* ctx = d->open_context(fd.get(), private_data);
     if (!ctx) {
         if (!errno)
             errno = EIO;
@@ -268,6 +268,12 @@ ibv_context* open_device(ibv_device* device) {
 }
 
 }  // namespace
+
+// For direct-verbs libraries whose open takes attributes of their own
+// (mlx5dv_open_device): as ibv_open_device, with private_data handed to
+// the provider's open_context. The caller is an exported entry point and
+// provides the barrier.
+ibv_context* open_device_with(ibv_device* device, void* private_data) { return open_device(device, private_data); }
 
 // ---------------------------------------------------------------- Context
 
@@ -358,7 +364,7 @@ RDMA_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
 }
 
 RDMA_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-    return rdma::entry_null([&] { return open_device(device); });
+    return rdma::entry_null([&] { return open_device(device, nullptr); });
 }
 
 RDMA_EXPORT ibv_context* ibv_import_device(int cmd_fd) {

@@ -443,6 +443,11 @@ Context* open_provider_context(Device& device, int cmd_fd, Open&& open) {
 extern "C" int ibv_dontfork_range(void* base, size_t size);
 extern "C" int ibv_dofork_range(void* base, size_t size);
 
+// ibv_open_device with data for the provider's open_context (what a
+// direct-verbs open such as mlx5dv_open_device passes); NULL and errno on
+// failure.
+RDMA_EXPORT ibv_context* open_device_with(ibv_device* device, void* private_data);
+
 // "a.b.c" from the 64-bit firmware version the kernel reports.
 RDMA_EXPORT void format_fw_ver(uint64_t raw, char* out, size_t len);
 

@@ -69,6 +69,10 @@ TEST(Ioctl, KernelErrnoIsReturned) {
     EXPECT_EQ(cmd.execute(sv[0]), ENOTTY);  // not a uverbs fd
     EXPECT_TRUE(rdma::verbs::ioctl_unsupported(ENOTTY));
     EXPECT_FALSE(rdma::verbs::ioctl_unsupported(EINVAL));
+    // Commands with a write() twin fall back only where the reference does.
+    EXPECT_TRUE(rdma::verbs::ioctl_method_absent(ENOTTY));
+    EXPECT_TRUE(rdma::verbs::ioctl_method_absent(EPROTONOSUPPORT));
+    EXPECT_FALSE(rdma::verbs::ioctl_method_absent(EOPNOTSUPP));
     close(sv[0]);
     close(sv[1]);
 }
