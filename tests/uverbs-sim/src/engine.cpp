@@ -1878,6 +1878,7 @@ bool step() {
             }
     }
     work |= flush_pending();
+    clock_pages_tick();
     const uint64_t fatal = cfg().faults.fatal_after_ms;
     if (fatal && g_first_ctx_ns && !sim().devices.empty() && !sim().devices[0].fatal &&
         now_ns() - g_first_ctx_ns >= fatal * 1000000ull)

@@ -4,6 +4,8 @@
 #include "verbs.h"
 
 #include <algorithm>
+#include <ctime>
+#include <endian.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <cerrno>
@@ -265,7 +267,7 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
     resp.cqe_version = std::min<uint8_t>(req.max_cqe_version, 1);
     resp.cmds_supp_uhw = MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE | MLX5_USER_CMDS_SUPP_UHW_CREATE_AH;
     resp.eth_min_inline = 0;
-    resp.clock_info_versions = 0;
+    resp.clock_info_versions = 1u << MLX5_IB_CLOCK_INFO_V1;
     resp.hca_core_clock_offset = 0;
     resp.log_uar_size = 12;
     resp.num_uars_per_page = 1;
@@ -291,6 +293,106 @@ int make_async_fd(Context& c) {
     return fd;
 }
 
+// ------------------------------------------------------------- clocks
+
+namespace {
+
+// The device clock (hca_core_clock 156250 kHz, 5 cycles per 32 ns) counts
+// CLOCK_MONOTONIC, as the CQE timestamps do. Page 0 of the clock memory is
+// the core clock page (the timer's big-endian halves at offset 0, the
+// hca_core_clock_offset the context answer names); page 1 the kernel's
+// clock-info page, which converts cycles to nanoseconds.
+constexpr uint32_t kClockShift = 24;
+constexpr uint32_t kClockMult = 107374182;  // 32/5 * 2^24, rounded down
+constexpr uint64_t kClockMask = (1ull << 41) - 1;  // the kernel's counter width
+constexpr uint64_t kClockInfoEveryNs = 100000000;  // the engine rewrites it every 100 ms
+
+struct ClockMem {
+    int fd = -1;
+    uint8_t* base = nullptr;  // our own mapping of both pages, never unmapped
+    long page = 0;
+    uint64_t info_ns = 0;  // when the clock-info page was last rewritten
+};
+
+ClockMem& clock_mem() {
+    static ClockMem m;
+    return m;
+}
+
+uint64_t mono_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+void write_clock_info(ClockMem& m, uint64_t now) {
+    auto* ci = reinterpret_cast<mlx5_ib_clock_info*>(m.base + m.page);
+    const uint64_t cycles = now / 32 * 5;
+    const uint32_t seq = __atomic_load_n(&ci->sign, __ATOMIC_RELAXED);
+    __atomic_store_n(&ci->sign, seq | MLX5_IB_CLOCK_INFO_KERNEL_UPDATING, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    ci->cycles = cycles;
+    ci->nsec = cycles * 32 / 5;
+    ci->frac = 0;
+    ci->mult = kClockMult;
+    ci->shift = kClockShift;
+    ci->mask = kClockMask;
+    // As the kernel: a third of the span whose product cannot overflow.
+    ci->overflow_period = ((~0ull >> 1) / kClockMult) * 32 / 5 / 3;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&ci->sign, (seq + 2) & ~uint32_t(MLX5_IB_CLOCK_INFO_KERNEL_UPDATING), __ATOMIC_RELEASE);
+    m.info_ns = now;
+}
+
+void write_core_clock(ClockMem& m, uint64_t now) {
+    auto* timer = reinterpret_cast<uint32_t*>(m.base);
+    const uint64_t cycles = now / 32 * 5;
+    // Readers take the high half, the low half, then the high half again.
+    __atomic_store_n(&timer[1], htobe32(static_cast<uint32_t>(cycles)), __ATOMIC_RELAXED);
+    __atomic_store_n(&timer[0], htobe32(static_cast<uint32_t>(cycles >> 32)), __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+void* map_clock_page(int which, void* addr, int flags, int& err) {
+    ClockMem& m = clock_mem();
+    if (m.fd < 0) {
+        m.page = sysconf(_SC_PAGESIZE);
+        int fd = memfd_create("uverbs-sim-clock", MFD_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, 2 * m.page) != 0) {
+            err = errno;
+            if (fd >= 0)
+                close(fd);
+            return MAP_FAILED;
+        }
+        void* b = libc().mmap(nullptr, 2 * m.page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (b == MAP_FAILED) {
+            err = errno;
+            close(fd);
+            return MAP_FAILED;
+        }
+        m.fd = fd;
+        m.base = static_cast<uint8_t*>(b);
+        const uint64_t now = mono_ns();
+        write_core_clock(m, now);
+        write_clock_info(m, now);
+    }
+    void* p = libc().mmap(addr, m.page, PROT_READ, (flags & ~MAP_TYPE) | MAP_SHARED, m.fd, which * m.page);
+    if (p == MAP_FAILED)
+        err = errno;
+    return p;
+}
+
+void clock_pages_tick() {
+    ClockMem& m = clock_mem();
+    if (!m.base)
+        return;
+    const uint64_t now = mono_ns();
+    write_core_clock(m, now);
+    if (now - m.info_ns >= kClockInfoEveryNs)
+        write_clock_info(m, now);
+}
+
 void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t off, int& err) {
     const long page = sysconf(_SC_PAGESIZE);
     if (!c.have_ucontext || (off % page) != 0 || len == 0 || (flags & MAP_SHARED) == 0) {
@@ -310,11 +412,24 @@ void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t
         }
         break;
     case 5:  // MLX5_IB_MMAP_CORE_CLOCK: read-only
+    case 7:  // MLX5_IB_MMAP_CLOCK_INFO (version 1 only): read-only
+        if (cmd == 7 && index != MLX5_IB_CLOCK_INFO_V1) {
+            err = EINVAL;
+            return MAP_FAILED;
+        }
         if (len != static_cast<size_t>(page) || (prot & PROT_WRITE)) {
             err = EPERM;
             return MAP_FAILED;
         }
-        break;
+        {
+            // The device's clock pages: one copy per process, which the
+            // engine keeps current (clock_pages_tick); the application's
+            // mapping is a view of it, so unmapping it harms nothing.
+            void* p = map_clock_page(cmd == 5 ? 0 : 1, addr, flags, err);
+            if (p != MAP_FAILED)
+                UVSIM_TRACE("mmap cmd %u index %u -> %p", cmd, index, p);
+            return p;
+        }
     default: err = EINVAL; return MAP_FAILED;
     }
     // A UAR page: ordinary shared memory. Doorbells and BlueFlame copies

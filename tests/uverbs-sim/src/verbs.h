@@ -91,6 +91,12 @@ int detach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);
 // registry lives in the run directory: mcast/<gid hex>/<qpn hex>).
 std::vector<uint32_t> mcast_members(const uint8_t gid[16]);
 
+// The device's clock pages (0: core clock, 1: clock info), mapped
+// read-only for the application; MAP_FAILED with err on failure.
+void* map_clock_page(int which, void* addr, int flags, int& err);
+// Keeps them current: called by the engine on every pass.
+void clock_pages_tick();
+
 // Releases everything of a context (close of the file).
 void destroy_context(Context& c);
 
