@@ -216,36 +216,42 @@ Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
 
 // ------------------------------------------------------------- control
 
+namespace {
+
+// The size checks of a new CQ, in the reference's order: 0, EINVAL or
+// ENOMEM (the reference sizes the ring in an int: 2 GiB or more is a failed
+// allocation there, and here too).
+int cq_size_error(int cqe, int cqe_size) {
+    if (cqe <= 0)
+        return EINVAL;
+    const uint32_t ncqe = roundup_pow2(static_cast<uint32_t>(cqe) + 1);
+    if (ncqe > kMaxCqe)
+        return EINVAL;
+    if (cqe_size != 64 && cqe_size != 128)
+        return EINVAL;
+    if (static_cast<uint64_t>(ncqe) * static_cast<uint32_t>(cqe_size) > INT32_MAX)
+        return ENOMEM;
+    return 0;
+}
+
+}  // namespace
+
 Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags,
-                            bool single_threaded) {
-    if (cqe <= 0) {
-        errno = EINVAL;
+                            bool single_threaded, int cqe_size, uint32_t drv_flags) {
+    if (int e = cq_size_error(cqe, cqe_size)) {
+        errno = e;
         return nullptr;
     }
     const uint32_t ncqe = roundup_pow2(static_cast<uint32_t>(cqe) + 1);
-    if (ncqe > kMaxCqe) {
-        errno = EINVAL;
-        return nullptr;
-    }
-    if (env_.cqe_size != 64 && env_.cqe_size != 128) {
-        errno = EINVAL;
-        return nullptr;
-    }
-    // The reference sizes the ring in an int: 2 GiB or more is a failed
-    // allocation there, and ENOMEM here too.
-    if (static_cast<uint64_t>(ncqe) * static_cast<uint32_t>(env_.cqe_size) > INT32_MAX) {
-        errno = ENOMEM;
-        return nullptr;
-    }
     return create_object<Mlx5Cq>([&](Mlx5Cq& cq) {
         cq.ncqe = ncqe;
-        cq.cqe_size = static_cast<uint32_t>(env_.cqe_size);
+        cq.cqe_size = static_cast<uint32_t>(cqe_size);
         cq.wc_flags = wc_flags;
         if (single_threaded || env_.single_threaded)
             cq.lock.disable();
-        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size))
+        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size, allocators()))
             return e;
-        if (int e = cq.dbrec_buf.alloc(64))
+        if (int e = cq.dbrec_buf.alloc(64, allocators()))
             return e;
         cq.dbrec = reinterpret_cast<volatile __be32*>(cq.dbrec_buf.get());
         // Every entry starts invalid and owned by the device's first pass.
@@ -256,6 +262,7 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         req.buf_addr = reinterpret_cast<uintptr_t>(cq.buf.get());
         req.db_addr = reinterpret_cast<uintptr_t>(cq.dbrec_buf.get());
         req.cqe_size = cq.cqe_size;
+        req.flags = static_cast<uint16_t>(drv_flags);
         mlx5_ib_create_cq_resp resp{};
         if (int e = cmd_create_cq(static_cast<int>(cq.ncqe - 1), channel, comp_vector, &cq.vcq,
                                   Udata{&req, sizeof(req), &resp, sizeof(resp)}))
@@ -267,13 +274,22 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
 }
 
 ibv_cq* Mlx5Context::create_cq(int cqe, ibv_comp_channel* channel, int comp_vector) {
-    Mlx5Cq* cq = new_cq(cqe, channel, comp_vector, IBV_WC_STANDARD_FLAGS, false);
+    Mlx5Cq* cq = new_cq(cqe, channel, comp_vector, IBV_WC_STANDARD_FLAGS, false, env_.cqe_size, 0);
     return cq ? cq->vcq.cq() : nullptr;
 }
 
+ibv_cq_ex* Mlx5Context::create_cq_ex(ibv_cq_init_attr_ex* attr) { return create_cq_common(attr, nullptr); }
+
+// mlx5dv_create_cq: the extended CQ with the mlx5 attributes.
+ibv_cq_ex* Mlx5Context::dv_create_cq(ibv_cq_init_attr_ex* attr, const mlx5dv_cq_init_attr* dv) {
+    return create_cq_common(attr, dv);
+}
+
 // What the reference refuses, in its order: unknown attributes or flags
-// (EINVAL), completion fields it cannot read (EOPNOTSUPP), then the size.
-ibv_cq_ex* Mlx5Context::create_cq_ex(ibv_cq_init_attr_ex* attr) {
+// (EINVAL), completion fields it cannot read (EOPNOTSUPP), unknown mlx5
+// attributes (EINVAL), then the size, the CQE size, and what the mlx5
+// attributes ask of the device (EINVAL when it lacks it).
+ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv_cq_init_attr* dv) {
     constexpr uint32_t kKnownMask = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
     constexpr uint32_t kKnownFlags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
     const uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ? attr->flags : 0;
@@ -283,6 +299,12 @@ ibv_cq_ex* Mlx5Context::create_cq_ex(ibv_cq_init_attr_ex* attr) {
     }
     if (attr->wc_flags & ~kSupportedWcFlags) {
         errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    constexpr uint64_t kDvMask =
+        MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE | MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+    if (dv && (dv->comp_mask & ~kDvMask)) {
+        errno = EINVAL;
         return nullptr;
     }
     // A parent domain (thread domain allocator) is not offered yet, and a
@@ -295,8 +317,39 @@ ibv_cq_ex* Mlx5Context::create_cq_ex(ibv_cq_init_attr_ex* attr) {
         errno = EINVAL;
         return nullptr;
     }
+    // The CQE size: the mlx5 attribute, else MLX5_CQE_SIZE. The size is
+    // checked before what the attributes ask for, as in the reference.
+    const int cqe_size =
+        dv && (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) ? static_cast<int>(dv->cqe_size) : env_.cqe_size;
+    uint32_t drv_flags = 0;
+    if (dv) {
+        if (int e = cq_size_error(static_cast<int>(attr->cqe), cqe_size)) {
+            errno = e;
+            return nullptr;
+        }
+        // Compression needs a device that compresses in one of the asked
+        // formats: the CQ poll of this provider reads no mini-CQEs, and a
+        // device without compression refuses; so both refuse (EINVAL).
+        if (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
+            errno = EINVAL;
+            return nullptr;
+        }
+        if (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_FLAGS) {
+            if (dv->flags & ~uint64_t(MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD)) {
+                errno = EINVAL;
+                return nullptr;
+            }
+            if (dv->flags & MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD) {
+                if (!(caps_.vendor_flags & MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD) || cqe_size != 128) {
+                    errno = EINVAL;
+                    return nullptr;
+                }
+                drv_flags |= MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD;
+            }
+        }
+    }
     Mlx5Cq* cq = new_cq(static_cast<int>(attr->cqe), attr->channel, static_cast<int>(attr->comp_vector), attr->wc_flags,
-                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED, cqe_size, drv_flags);
     if (!cq)
         return nullptr;
     cq->vcq.cq_ex.cq_context = attr->cq_context;
@@ -310,7 +363,8 @@ int Mlx5Context::destroy_cq(ibv_cq* ibcq) {
 void Mlx5Context::cq_event(ibv_cq* cq) { ++to_mcq(cq)->arm_sn; }
 
 void clean_cq(Mlx5Cq* cq, uint32_t uidx, Mlx5Srq* srq) {
-    if (!cq)
+    // A CQ the application reads itself (mlx5dv) is its to clean.
+    if (!cq || cq->dv_owned)
         return;
     std::lock_guard guard(cq->lock);
     // The CQEs the device has written and we have not consumed.

@@ -116,6 +116,8 @@ Mlx5Context::~Mlx5Context() {
         munmap(p, static_cast<size_t>(page_size_));
     if (clock_page_)
         munmap(clock_page_, static_cast<size_t>(page_size_));
+    if (clock_info_)
+        munmap(const_cast<mlx5_ib_clock_info*>(clock_info_), static_cast<size_t>(page_size_));
     for (auto& b : uidx_table_)
         delete b.load(std::memory_order_relaxed);
     if (debug_file_)
@@ -156,20 +158,31 @@ void Mlx5Context::clear_uidx(uint32_t uidx) {
 
 // ------------------------------------------------------------- DMA memory
 
-int DmaBuf::alloc(size_t size) {
+int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext) {
     reset();
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t len = (size + page - 1) / page * page;
     void* p = nullptr;
-    if (posix_memalign(&p, page, len))
+    if (ext) {
+        // The application's memory, page-rounded as ours would be.
+        p = ext->alloc(len, ext->data);
+        if (!p)
+            return ENOMEM;
+    } else if (posix_memalign(&p, page, len)) {
         return ENOMEM;
+    }
     std::memset(p, 0, len);
     if (ibv_dontfork_range(p, len)) {
-        free(p);
+        if (ext)
+            ext->free(p, ext->data);
+        else
+            free(p);
         return ENOMEM;
     }
     addr_ = static_cast<uint8_t*>(p);
     size_ = len;
+    if (ext)
+        ext_ = *ext;
     return 0;
 }
 
@@ -177,17 +190,26 @@ void DmaBuf::reset() {
     if (!addr_)
         return;
     ibv_dofork_range(addr_, size_);
-    free(addr_);
+    if (ext_.free)
+        ext_.free(addr_, ext_.data);
+    else
+        free(addr_);
     addr_ = nullptr;
     size_ = 0;
+    ext_ = {};
 }
 
 void* Mlx5Context::cq_doorbell() const {
     return uar_pages_.empty() ? nullptr : static_cast<char*>(uar_pages_[0]) + kCqDoorbellOffset;
 }
 
-int Mlx5Context::open() {
+int Mlx5Context::open(const mlx5dv_context_attr* attr) {
     page_size_ = sysconf(_SC_PAGESIZE);
+    // mlx5dv_open_device: no attribute beyond the flags is known, and of
+    // the flags only DEVX (which then must be granted: no fallback).
+    if (attr && (attr->comp_mask || (attr->flags & ~uint64_t(MLX5DV_CONTEXT_FLAGS_DEVX))))
+        return EINVAL;
+    const bool devx_only = attr && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX);
     env_ = read_env();
     if (env_.error)
         return env_.error;
@@ -200,7 +222,7 @@ int Mlx5Context::open() {
     ops.post_send = post_send;
     ops.post_recv = post_recv;
     ops.post_srq_recv = post_srq_recv;
-    if (int e = get_context())
+    if (int e = get_context(devx_only))
         return e;
     if (int e = map_uars(page_size_))
         return e;
@@ -211,8 +233,9 @@ int Mlx5Context::open() {
 // GET_CONTEXT with the mlx5 request. Kernels differ in how much of the
 // request they know: the full struct is tried first, then without lib_caps,
 // then without max_cqe_version's tail, and the whole ladder again without
-// DEVX if the kernel refused every DEVX attempt. The first accepted wins.
-int Mlx5Context::get_context() {
+// DEVX if the kernel refused every DEVX attempt (unless the application
+// asked for DEVX, mlx5dv_open_device). The first accepted wins.
+int Mlx5Context::get_context(bool devx_only) {
     mlx5_ib_alloc_ucontext_req_v2 req{};
     req.total_num_bfregs = static_cast<uint32_t>(env_.total_uuars);
     req.num_low_latency_bfregs = static_cast<uint32_t>(env_.low_lat_uuars);
@@ -227,7 +250,10 @@ int Mlx5Context::get_context() {
     int err = EINVAL;
     bool done = false;
     for (uint32_t flags : {uint32_t(MLX5_IB_ALLOC_UCTX_DEVX), uint32_t(0)}) {
+        if (devx_only && !flags)
+            break;
         req.flags = flags;
+        devx_ = flags != 0;
         for (size_t len : kLengths) {
             std::memset(&resp, 0, sizeof(resp));
             err = init_kernel_context(&req, len, &resp, sizeof(resp));
@@ -256,6 +282,9 @@ int Mlx5Context::get_context() {
     caps_.eth_min_inline = resp.eth_min_inline;
     caps_.comp_mask = resp.comp_mask;
     caps_.dump_fill_mkey = resp.dump_fill_mkey;
+    caps_.flow_action_flags = resp.flow_action_flags;
+    caps_.num_dyn_bfregs = resp.num_dyn_bfregs;
+    caps_.clock_info_versions = resp.clock_info_versions;
     // Completions are parsed in the version-1 layout (user index in every
     // CQE), which every ConnectX-4 and later kernel grants.
     if (caps_.cqe_version != kCqeVersion1) {
@@ -272,7 +301,19 @@ int Mlx5Context::get_context() {
     }
     if (caps_.comp_mask & MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET)
         map_core_clock(page_size_, resp.hca_core_clock_offset);
+    if (caps_.clock_info_versions & (1u << MLX5_IB_CLOCK_INFO_V1))
+        map_clock_info(page_size_);
     return 0;
+}
+
+// The kernel's clock-info page (version 1): what converts the device clock
+// to nanoseconds (mlx5dv_get_clock_info). Without it the conversion is not
+// offered; the open goes on.
+void Mlx5Context::map_clock_info(long page) {
+    void* p = mmap(nullptr, static_cast<size_t>(page), PROT_READ, MAP_SHARED, cmd_fd(),
+                   mmap_offset(page, MLX5_IB_MMAP_CLOCK_INFO, MLX5_IB_CLOCK_INFO_V1));
+    if (p != MAP_FAILED)
+        clock_info_ = static_cast<const volatile mlx5_ib_clock_info*>(p);
 }
 
 // Static UARs: tot_bfregs registers, two per UAR, uars_per_page UARs per
@@ -299,15 +340,18 @@ int Mlx5Context::map_uars(long page) {
     const uint32_t dedicated_from = caps_.tot_bfregs - static_cast<uint32_t>(env_.low_lat_uuars);
     for (uint32_t i = 0; i < pages; ++i) {
         void* p = MAP_FAILED;
+        off_t offset = mmap_offset(page, MLX5_IB_MMAP_NC_PAGE, i);
         if (env_.shut_up_bf)
-            p = mmap(nullptr, static_cast<size_t>(page), PROT_WRITE, MAP_SHARED, cmd_fd(),
-                     mmap_offset(page, MLX5_IB_MMAP_NC_PAGE, i));
-        if (p == MAP_FAILED)
-            p = mmap(nullptr, static_cast<size_t>(page), PROT_WRITE, MAP_SHARED, cmd_fd(),
-                     mmap_offset(page, MLX5_IB_MMAP_REGULAR_PAGE, i));
+            p = mmap(nullptr, static_cast<size_t>(page), PROT_WRITE, MAP_SHARED, cmd_fd(), offset);
+        if (p == MAP_FAILED) {
+            offset = mmap_offset(page, MLX5_IB_MMAP_REGULAR_PAGE, i);
+            p = mmap(nullptr, static_cast<size_t>(page), PROT_WRITE, MAP_SHARED, cmd_fd(), offset);
+        }
         if (p == MAP_FAILED)
             return errno ? errno : ENOMEM;
         uar_pages_.push_back(p);
+        if (i == 0)
+            cq_uar_reg_ = p;
         for (uint32_t j = 0; j < per_page; ++j) {
             for (uint32_t k = 0; k < kBfregsPerUar; ++k) {
                 const uint32_t index = (i * per_page + j) * kSlotsPerUar + k;
@@ -316,6 +360,8 @@ int Mlx5Context::map_uars(long page) {
                 // Register 0 is shared by every QP without its own: never
                 // BlueFlame. MLX5_SHUT_UP_BF turns BlueFlame off for all.
                 b.buf_size = (index == 0 || env_.shut_up_bf) ? 0 : caps_.bf_reg_size / 2;
+                b.dv_size = index == 0 ? 0 : caps_.bf_reg_size / 2;
+                b.uar_mmap_offset = offset;
                 const uint32_t usable = (i * per_page + j) * kBfregsPerUar + k;
                 b.shared = index != 0 && usable < dedicated_from && !env_.single_threaded;
             }
@@ -343,9 +389,43 @@ void Mlx5Context::map_core_clock(long page, uint64_t offset) {
 // the reference; it does not fail the open.
 void Mlx5Context::probe_device() {
     ibv_device_attr_ex attr{};
-    if (query_device_ex(nullptr, &attr, sizeof(attr)) == 0) {
+    uint64_t raw_fw = 0;
+    mlx5_ib_query_device_resp drv{};
+    Udata u;
+    if (caps_.cmds_supp_uhw & MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE) {
+        u.out = &drv;
+        u.out_len = sizeof(drv);
+    }
+    if (cmd_query_device_ex(nullptr, &attr, sizeof(attr), &raw_fw, u) == 0) {
         caps_.atomic_cap = attr.orig_attr.atomic_cap;
         caps_.device_cap_flags_ex = attr.device_cap_flags_ex;
+        // The mlx5 capabilities mlx5dv reports (zero without driver data).
+        if (drv.mlx5_ib_support_multi_pkt_send_wqes & MLX5_IB_ALLOW_MPW)
+            caps_.vendor_flags |= MLX5DV_CONTEXT_FLAGS_MPW_ALLOWED;
+        if (drv.mlx5_ib_support_multi_pkt_send_wqes & MLX5_IB_SUPPORT_EMPW)
+            caps_.vendor_flags |= MLX5DV_CONTEXT_FLAGS_ENHANCED_MPW;
+        if (drv.flags & MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_COMP)
+            caps_.vendor_flags |= MLX5DV_CONTEXT_FLAGS_CQE_128B_COMP;
+        if (drv.flags & MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_PAD)
+            caps_.vendor_flags |= MLX5DV_CONTEXT_FLAGS_CQE_128B_PAD;
+        if (drv.flags & MLX5_IB_QUERY_DEV_RESP_PACKET_BASED_CREDIT_MODE)
+            caps_.vendor_flags |= MLX5DV_CONTEXT_FLAGS_PACKET_BASED_CREDIT_MODE;
+        caps_.cqe_comp_caps.max_num = drv.cqe_comp_caps.max_num;
+        caps_.cqe_comp_caps.supported_format = drv.cqe_comp_caps.supported_format;
+        caps_.sw_parsing_caps.sw_parsing_offloads = drv.sw_parsing_caps.sw_parsing_offloads;
+        caps_.sw_parsing_caps.supported_qpts = drv.sw_parsing_caps.supported_qpts;
+        caps_.striding_rq_caps.min_single_stride_log_num_of_bytes =
+            drv.striding_rq_caps.min_single_stride_log_num_of_bytes;
+        caps_.striding_rq_caps.max_single_stride_log_num_of_bytes =
+            drv.striding_rq_caps.max_single_stride_log_num_of_bytes;
+        caps_.striding_rq_caps.min_single_wqe_log_num_of_strides =
+            drv.striding_rq_caps.min_single_wqe_log_num_of_strides;
+        caps_.striding_rq_caps.max_single_wqe_log_num_of_strides =
+            drv.striding_rq_caps.max_single_wqe_log_num_of_strides;
+        caps_.striding_rq_caps.supported_qpts = drv.striding_rq_caps.supported_qpts;
+        caps_.tunnel_offloads_caps = drv.tunnel_offloads_caps;
+        caps_.dci_streams_caps.max_log_num_concurent = drv.dci_streams_caps.max_log_num_concurent;
+        caps_.dci_streams_caps.max_log_num_errored = drv.dci_streams_caps.max_log_num_errored;
     }
     const unsigned ports = caps_.num_ports < 2 ? caps_.num_ports : 2;
     for (unsigned p = 1; p <= ports; ++p) {
@@ -439,8 +519,10 @@ public:
         std::erase(v, ibv());
     }
 
-    Context* open_context(int cmd_fd, void*) override {
-        return open_provider_context<Mlx5Context>(*this, cmd_fd, [](Mlx5Context& c) { return c.open(); });
+    // private_data: the mlx5dv_context_attr of mlx5dv_open_device, or null.
+    Context* open_context(int cmd_fd, void* private_data) override {
+        const auto* attr = static_cast<const mlx5dv_context_attr*>(private_data);
+        return open_provider_context<Mlx5Context>(*this, cmd_fd, [attr](Mlx5Context& c) { return c.open(attr); });
     }
 };
 

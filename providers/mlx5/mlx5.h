@@ -65,6 +65,11 @@ struct Bfreg {
     uint32_t offset = 0;
     bool shared = false;  // medium-latency register: QPs take `lock`
     SpinLock lock;
+    // What mlx5dv_init_obj reports: the BlueFlame size of the register
+    // (also when MLX5_SHUT_UP_BF keeps this library from using it) and the
+    // mmap offset of its UAR page.
+    uint32_t dv_size = 0;
+    off_t uar_mmap_offset = 0;
 };
 
 // Kernel facts the context open learned and every object needs.
@@ -86,6 +91,17 @@ struct Caps {
     ibv_atomic_cap atomic_cap = IBV_ATOMIC_NONE;
     uint64_t device_cap_flags_ex = 0;
     uint8_t link_layer[2] = {};  // ports 1 and 2, IBV_LINK_LAYER_*
+    // What the mlx5 part of the device query reports, kept for mlx5dv
+    // (mlx5dv_query_device, mlx5dv_create_cq's checks).
+    uint64_t vendor_flags = 0;  // MLX5DV_CONTEXT_FLAGS_* the device has
+    mlx5dv_cqe_comp_caps cqe_comp_caps{};
+    mlx5dv_sw_parsing_caps sw_parsing_caps{};
+    mlx5dv_striding_rq_caps striding_rq_caps{};
+    uint32_t tunnel_offloads_caps = 0;
+    mlx5dv_dci_streams_caps dci_streams_caps{};
+    uint16_t flow_action_flags = 0;  // from the context answer
+    uint32_t num_dyn_bfregs = 0;
+    uint8_t clock_info_versions = 0;
 };
 
 struct Mlx5Qp;
@@ -97,9 +113,10 @@ public:
     ~Mlx5Context() override;
 
     // Negotiates the user context with the kernel and maps its pages.
+    // `attr`: what mlx5dv_open_device was given (null for ibv_open_device).
     // 0 or a positive errno; on failure the destructor releases what was
     // set up, and the caller still owns cmd_fd.
-    int open();
+    int open(const mlx5dv_context_attr* attr);
 
     int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size) override;
 
@@ -128,6 +145,25 @@ public:
     ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) override;
     int destroy_ah(ibv_ah* ah) override;
 
+    // mlx5dv (dv.cpp): the device's mlx5 capabilities, the creation of
+    // queues with mlx5 attributes, the allocators, the clock page.
+    int dv_query_device(mlx5dv_context* out);
+    ibv_cq_ex* dv_create_cq(ibv_cq_init_attr_ex* attr, const mlx5dv_cq_init_attr* dv);
+    ibv_qp* dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_init_attr* dv);
+    int set_allocators(const mlx5dv_ctx_allocators& a);
+    int clock_info(mlx5dv_clock_info* out) const;
+    // The application's allocators if both are set, else null.
+    const mlx5dv_ctx_allocators* allocators() const {
+        return ext_alloc_.alloc && ext_alloc_.free ? &ext_alloc_ : nullptr;
+    }
+    // Whether the kernel granted DEVX (the open asked for it first).
+    bool devx() const { return devx_; }
+    // The UAR page CQ arm doorbells go to, and where that is kept (what
+    // the MLX5_1.0 mlx5dv_init_obj hands out instead).
+    void* const* cq_uar_reg() const { return &cq_uar_reg_; }
+    // The core clock counter's address (mlx5dv's hca_core_clock), or null.
+    void* hca_core_clock() const { return const_cast<uint32_t*>(core_clock_); }
+
     const Env& env() const { return env_; }
     const Caps& caps() const { return caps_; }
     // Where diagnostics go: the file MLX5_DEBUG_FILE names, or nowhere.
@@ -152,13 +188,19 @@ public:
     const volatile uint32_t* core_clock() const { return core_clock_; }
 
 private:
-    int get_context();
+    int get_context(bool devx_only);
+    void map_clock_info(long page);
+    ibv_cq_ex* create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv_cq_init_attr* dv);
+    ibv_qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_flags);
     int map_uars(long page);
     void map_core_clock(long page, uint64_t offset);
     void probe_device();
-    struct Mlx5Cq* new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags, bool single_threaded);
-    // send_ops: the ibv_wr_* operations asked for, 0 for the default set.
-    Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops);
+    // cqe_size: 64 or 128 (else EINVAL); drv_flags: MLX5_IB_CREATE_CQ_FLAGS_*.
+    struct Mlx5Cq* new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags, bool single_threaded,
+                          int cqe_size, uint32_t drv_flags);
+    // send_ops: the ibv_wr_* operations asked for, 0 for the default set;
+    // drv_flags: MLX5_QP_FLAG_* for the kernel.
+    Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
 
     // 2^24 user indices: 4096 blocks of 4096, allocated when first used.
     static constexpr uint32_t kUidxShift = 12;
@@ -179,6 +221,10 @@ private:
     std::unique_ptr<Bfreg[]> bfregs_;  // indexed like the kernel's bfreg_index
     uint32_t nbfregs_ = 0;
     void* clock_page_ = nullptr;
+    void* cq_uar_reg_ = nullptr;  // UAR page 0: where CQ doorbells go (mlx5dv)
+    const volatile mlx5_ib_clock_info* clock_info_ = nullptr;  // null: not offered
+    mlx5dv_ctx_allocators ext_alloc_{};
+    bool devx_ = false;
     const volatile uint32_t* core_clock_ = nullptr;
     long page_size_ = 4096;
     uint32_t uar_size_log_ = 12;  // log2 of a UAR's size (0: one per page)
@@ -192,14 +238,16 @@ struct Mlx5Pd {
 
 // Memory the device reads or writes: page aligned, zeroed, kept out of
 // forked children (as every DMA buffer of libibverbs' providers).
+// With the application's allocators (mlx5dv_set_context_attr) the memory
+// comes from them instead, and goes back to them.
 class DmaBuf {
 public:
     DmaBuf() = default;
     DmaBuf(const DmaBuf&) = delete;
     DmaBuf& operator=(const DmaBuf&) = delete;
     ~DmaBuf() { reset(); }
-    // 0 or a positive errno.
-    int alloc(size_t size);
+    // 0 or a positive errno. `ext`: the context's allocators, or null.
+    int alloc(size_t size, const mlx5dv_ctx_allocators* ext = nullptr);
     void reset();
     uint8_t* get() const { return addr_; }
     size_t size() const { return size_; }
@@ -207,6 +255,7 @@ public:
 private:
     uint8_t* addr_ = nullptr;
     size_t size_ = 0;
+    mlx5dv_ctx_allocators ext_{};  // set when the memory is the application's
 };
 
 // A completion queue: ncqe entries of cqe_size bytes in a ring we own; the
@@ -224,6 +273,7 @@ struct Mlx5Cq {
     uint32_t arm_sn;  // completion events seen, for the arm doorbell
     void* uar_db;  // where the arm doorbell is written
     uint64_t wc_flags;  // what create_cq_ex asked to read
+    bool dv_owned;  // handed to the application (mlx5dv_init_obj): never cleaned by us
     // Extended polling (start_poll .. end_poll): the current CQE, parsed,
     // and its timestamp.
     ibv_wc ex_wc;
@@ -292,6 +342,10 @@ struct Mlx5Qp {
     bool atomics;
     bool uidx_stored;
     WrBatch wr;
+    // What mlx5dv_qp_ex_from_ibv_qp_ex hands out: no mlx5-specific send
+    // operation can be asked for yet, so every one of its setters is null,
+    // as the reference leaves those not asked for.
+    mlx5dv_qp_ex dv_qp;
 };
 
 // A shared receive queue: WQEs in a free list (next_wqe_index links), the

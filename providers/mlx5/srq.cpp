@@ -60,9 +60,9 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
             return ENOMEM;
         if (env_.single_threaded)
             s.lock.disable();
-        if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift))
+        if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift, allocators()))
             return e;
-        if (int e = s.dbrec_buf.alloc(64))
+        if (int e = s.dbrec_buf.alloc(64, allocators()))
             return e;
         s.db = reinterpret_cast<volatile __be32*>(s.dbrec_buf.get());
         for (uint32_t i = 0; i < slots; ++i)

@@ -12,32 +12,12 @@ using rdma::mlx5::kNoProvider;
 
 extern "C" bool mlx5dv_is_supported(struct ibv_device* device) { return is_mlx5_dev(device); }
 
-extern "C" struct ibv_context* mlx5dv_open_device(struct ibv_device*, struct mlx5dv_context_attr*) {
-    return fail_null<ibv_context>();
-}
-
-extern "C" int mlx5dv_query_device(struct ibv_context*, struct mlx5dv_context*) { return kNoProvider; }
-
-extern "C" int mlx5dv_set_context_attr(struct ibv_context*, enum mlx5dv_set_ctx_attr_type, void*) {
-    return kNoProvider;
-}
-
-extern "C" int mlx5dv_get_clock_info(struct ibv_context*, struct mlx5dv_clock_info*) { return kNoProvider; }
-
 extern "C" int _mlx5dv_query_port(struct ibv_context*, uint32_t, struct mlx5dv_port*, size_t) { return kNoProvider; }
 
 extern "C" int mlx5dv_get_data_direct_sysfs_path(struct ibv_context*, char*, size_t) { return kNoProvider; }
 
 extern "C" int mlx5dv_reserved_qpn_alloc(struct ibv_context*, uint32_t*) { return kNoProvider; }
 extern "C" int mlx5dv_reserved_qpn_dealloc(struct ibv_context*, uint32_t) { return kNoProvider; }
-
-// mlx5dv_init_obj: the object's context decides; none of them is ours.
-extern "C" int mlx5dv_init_obj_1_2(struct mlx5dv_obj*, uint64_t) { return kNoProvider; }
-extern "C" int mlx5dv_init_obj_1_0(struct mlx5dv_obj* obj, uint64_t obj_type) {
-    return mlx5dv_init_obj_1_2(obj, obj_type);
-}
-__asm__(".symver mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
-__asm__(".symver mlx5dv_init_obj_1_2, mlx5dv_init_obj@@MLX5_1.2");
 
 // ---- VFIO (user-space driven PCI function) ----
 
@@ -54,23 +34,9 @@ extern "C" int mlx5dv_vfio_process_events(struct ibv_context*) { return kNoProvi
 
 // ---- queues ----
 
-extern "C" struct ibv_cq_ex* mlx5dv_create_cq(struct ibv_context*, struct ibv_cq_init_attr_ex*,
-                                              struct mlx5dv_cq_init_attr*) {
-    return fail_null<ibv_cq_ex>();
-}
-
-extern "C" struct ibv_qp* mlx5dv_create_qp(struct ibv_context*, struct ibv_qp_init_attr_ex*,
-                                           struct mlx5dv_qp_init_attr*) {
-    return fail_null<ibv_qp>();
-}
-
 extern "C" struct ibv_wq* mlx5dv_create_wq(struct ibv_context*, struct ibv_wq_init_attr*, struct mlx5dv_wq_init_attr*) {
     return fail_null<ibv_wq>();
 }
-
-// The reference converts by pointer arithmetic without looking; an
-// extended QP here can only belong to another provider, so refuse.
-extern "C" struct mlx5dv_qp_ex* mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex*) { return fail_null<mlx5dv_qp_ex>(); }
 
 extern "C" int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex*, uint64_t) { return kNoProvider; }
 

@@ -1,0 +1,659 @@
+/* dv_path: the mlx5 direct-verbs interface on the first device, every
+ * result printed as a line. The capabilities mlx5dv_query_device reports,
+ * mlx5dv_open_device's flags, the application's buffer allocators, the
+ * clock-info page, what mlx5dv_init_obj says of QPs, CQs, SRQs, AHs and PDs
+ * (both symbol versions), queues created with mlx5 attributes, and traffic
+ * driven through the rings mlx5dv_init_obj handed out: WQEs written and
+ * doorbells rung by this program, CQEs read by it, as UCX and DPDK do.
+ * Built twice, against our libibverbs + libmlx5 and against Debian's;
+ * dv_path.sh runs both on the emulated ConnectX and compares. Nothing
+ * printed may depend on the run: addresses, keys and object numbers are
+ * shown as relations. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+static const char* err_name(int e) {
+    switch (e) {
+    case 0: return "ok";
+    case EINVAL: return "EINVAL";
+    case ENOMEM: return "ENOMEM";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case EBUSY: return "EBUSY";
+    case EFAULT: return "EFAULT";
+    case ENOSYS: return "ENOSYS";
+    case ENODEV: return "ENODEV";
+    case EPERM: return "EPERM";
+    default: break;
+    }
+    static char num[32];
+    snprintf(num, sizeof(num), "%d", e);
+    return num;
+}
+
+/* ------------------------------------------------- query and open */
+
+static void query(struct ibv_context* ctx) {
+    struct mlx5dv_context dv;
+    memset(&dv, 0xa5, sizeof(dv));
+    dv.comp_mask = ~0ull;
+    int r = mlx5dv_query_device(ctx, &dv);
+    printf("query_device (every part asked): %s\n", err_name(r));
+    if (r)
+        return;
+    printf("  version %u flags 0x%llx comp_mask 0x%llx\n", dv.version, (unsigned long long)dv.flags,
+           (unsigned long long)dv.comp_mask);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION)
+        printf("  cqe_comp max_num %u formats 0x%x\n", dv.cqe_comp_caps.max_num, dv.cqe_comp_caps.supported_format);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_SWP)
+        printf("  sw_parsing 0x%x qpts 0x%x\n", dv.sw_parsing_caps.sw_parsing_offloads,
+               dv.sw_parsing_caps.supported_qpts);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_STRIDING_RQ)
+        printf("  striding_rq %u-%u bytes %u-%u strides qpts 0x%x\n",
+               dv.striding_rq_caps.min_single_stride_log_num_of_bytes,
+               dv.striding_rq_caps.max_single_stride_log_num_of_bytes,
+               dv.striding_rq_caps.min_single_wqe_log_num_of_strides,
+               dv.striding_rq_caps.max_single_wqe_log_num_of_strides, dv.striding_rq_caps.supported_qpts);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS)
+        printf("  tunnel_offloads 0x%x\n", dv.tunnel_offloads_caps);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_DYN_BFREGS)
+        printf("  max_dynamic_bfregs %u\n", dv.max_dynamic_bfregs);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_CLOCK_INFO_UPDATE)
+        printf("  clock_info update every %llu ns\n", (unsigned long long)dv.max_clock_info_update_nsec);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS)
+        printf("  flow_action_flags 0x%x\n", dv.flow_action_flags);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_DC_ODP_CAPS)
+        printf("  dc_odp_caps 0x%x\n", dv.dc_odp_caps);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_HCA_CORE_CLOCK)
+        printf("  hca_core_clock %s\n", dv.hca_core_clock ? "mapped" : "NULL");
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_NUM_LAG_PORTS)
+        printf("  num_lag_ports %u\n", dv.num_lag_ports);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS)
+        printf("  dci_streams %u/%u\n", dv.dci_streams_caps.max_log_num_concurent,
+               dv.dci_streams_caps.max_log_num_errored);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD)
+        printf("  sig block 0x%llx prot 0x%x t10 0x%x crc 0x%x\n", (unsigned long long)dv.sig_caps.block_size,
+               dv.sig_caps.block_prot, dv.sig_caps.t10dif_bg, dv.sig_caps.crc_type);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_WR_MEMCPY_LENGTH)
+        printf("  max_wr_memcpy_length %zu\n", dv.max_wr_memcpy_length);
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_CRYPTO_OFFLOAD)
+        printf("  crypto engines 0x%x wrapped 0x%x\n", dv.crypto_caps.crypto_engines,
+               dv.crypto_caps.wrapped_import_method);
+
+    /* Nothing asked: only the flags. */
+    memset(&dv, 0, sizeof(dv));
+    r = mlx5dv_query_device(ctx, &dv);
+    printf("query_device (nothing asked): %s flags 0x%llx comp_mask 0x%llx\n", err_name(r),
+           (unsigned long long)dv.flags, (unsigned long long)dv.comp_mask);
+}
+
+static void open_case(struct ibv_device* dev, const char* what, struct mlx5dv_context_attr* attr) {
+    errno = 0;
+    struct ibv_context* c = mlx5dv_open_device(dev, attr);
+    printf("open_device %-24s %s\n", what, c ? "ok" : err_name(errno));
+    if (c)
+        ibv_close_device(c);
+}
+
+/* ---------------------------------------------------------- allocators */
+
+#define MAX_CHUNKS 64
+static struct chunk {
+    void* p;
+    size_t len;
+} chunks[MAX_CHUNKS];
+static int allocs, frees, bad_frees;
+static int priv_tag;
+
+static void* my_alloc(size_t size, void* priv) {
+    if (priv != &priv_tag)
+        return NULL;
+    void* p = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+    for (int i = 0; p && i < MAX_CHUNKS; i++) {
+        if (!chunks[i].p) {
+            chunks[i].p = p;
+            chunks[i].len = size;
+            allocs++;
+            return p;
+        }
+    }
+    free(p);
+    return NULL;
+}
+
+static void my_free(void* p, void* priv) {
+    for (int i = 0; i < MAX_CHUNKS; i++) {
+        if (chunks[i].p == p && priv == &priv_tag) {
+            chunks[i].p = NULL;
+            frees++;
+            free(p);
+            return;
+        }
+    }
+    bad_frees++;
+}
+
+/* Whether [p, p + len) lies inside memory the allocator handed out. */
+static int in_chunk(const void* p, size_t len) {
+    const char* a = p;
+    for (int i = 0; i < MAX_CHUNKS; i++) {
+        const char* c = chunks[i].p;
+        if (c && a >= c && a + len <= c + chunks[i].len)
+            return 1;
+    }
+    return 0;
+}
+
+static void allocators(struct ibv_device* dev) {
+    struct ibv_context* ctx = ibv_open_device(dev);
+    if (!ctx)
+        return;
+    int r = mlx5dv_set_context_attr(ctx, (enum mlx5dv_set_ctx_attr_type)7, NULL);
+    printf("set_context_attr unknown type: %s\n", err_name(r));
+    struct mlx5dv_ctx_allocators a = {.alloc = my_alloc, .free = my_free, .data = &priv_tag};
+    r = mlx5dv_set_context_attr(ctx, MLX5DV_CTX_ATTR_BUF_ALLOCATORS, &a);
+    printf("set_context_attr allocators: %s\n", err_name(r));
+    struct ibv_pd* pd = ibv_alloc_pd(ctx);
+    struct ibv_cq* cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    struct ibv_srq* srq = pd ? ibv_create_srq(pd, &sa) : NULL;
+    struct ibv_qp_init_attr qa = {.send_cq = cq,
+                                  .recv_cq = cq,
+                                  .qp_type = IBV_QPT_RC,
+                                  .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp* qp = cq && pd ? ibv_create_qp(pd, &qa) : NULL;
+    printf("  objects with the allocators: cq %s srq %s qp %s\n", cq ? "ok" : "failed", srq ? "ok" : "failed",
+           qp ? "ok" : "failed");
+    if (cq && srq && qp) {
+        struct mlx5dv_qp dqp = {0};
+        struct mlx5dv_cq dcq = {0};
+        struct mlx5dv_srq dsrq = {0};
+        struct mlx5dv_obj o = {.qp = {qp, &dqp}, .cq = {cq, &dcq}, .srq = {srq, &dsrq}};
+        r = mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ);
+        printf("  init_obj: %s\n", err_name(r));
+        if (!r) {
+            printf("  qp rings in allocated memory: sq %s rq %s\n",
+                   in_chunk(dqp.sq.buf, (size_t)dqp.sq.wqe_cnt * dqp.sq.stride) ? "yes" : "no",
+                   in_chunk(dqp.rq.buf, (size_t)dqp.rq.wqe_cnt * dqp.rq.stride) ? "yes" : "no");
+            printf("  cq ring in allocated memory: %s\n",
+                   in_chunk(dcq.buf, (size_t)dcq.cqe_cnt * dcq.cqe_size) ? "yes" : "no");
+            printf("  srq ring in allocated memory: %s\n", in_chunk(dsrq.buf, dsrq.stride) ? "yes" : "no");
+            printf("  doorbell records in allocated memory: qp %s cq %s srq %s\n",
+                   in_chunk(dqp.dbrec, 8) ? "yes" : "no", in_chunk(dcq.dbrec, 8) ? "yes" : "no",
+                   in_chunk(dsrq.dbrec, 4) ? "yes" : "no");
+        }
+    }
+    if (qp)
+        ibv_destroy_qp(qp);
+    if (srq)
+        ibv_destroy_srq(srq);
+    if (cq)
+        ibv_destroy_cq(cq);
+    if (pd)
+        ibv_dealloc_pd(pd);
+    ibv_close_device(ctx);
+    printf("  after close: every allocation freed %s, foreign frees %d\n", allocs == frees ? "yes" : "no", bad_frees);
+}
+
+/* ---------------------------------------------------------- clock info */
+
+static void clock_info(struct ibv_context* ctx) {
+    struct mlx5dv_clock_info ci;
+    memset(&ci, 0, sizeof(ci));
+    int r = mlx5dv_get_clock_info(ctx, &ci);
+    printf("get_clock_info: %s\n", err_name(r));
+    if (r)
+        return;
+    printf("  mult %u shift %u mask 0x%llx\n", ci.mult, ci.shift, (unsigned long long)ci.mask);
+    /* The device clock read now, converted, lands near the system's
+     * monotonic time (the emulator's device clock counts it). */
+    struct mlx5dv_context dv = {.comp_mask = MLX5DV_CONTEXT_MASK_HCA_CORE_CLOCK};
+    if (mlx5dv_query_device(ctx, &dv) || !(dv.comp_mask & MLX5DV_CONTEXT_MASK_HCA_CORE_CLOCK)) {
+        printf("  no core clock to convert\n");
+        return;
+    }
+    const volatile uint32_t* clk = dv.hca_core_clock;
+    uint32_t hi, lo;
+    do {
+        hi = be32toh(clk[0]);
+        lo = be32toh(clk[1]);
+    } while (hi != be32toh(clk[0]));
+    uint64_t cycles = ((uint64_t)hi << 32) | lo;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    int64_t dev = (int64_t)mlx5dv_ts_to_ns(&ci, cycles);
+    int64_t d = now - dev;
+    printf("  core clock converted: within a second of CLOCK_MONOTONIC %s\n", d > -1000000000 && d < 1000000000 ? "yes" : "no");
+}
+
+/* ------------------------------------------------------------- objects */
+
+struct env {
+    struct ibv_context* ctx;
+    struct ibv_pd* pd;
+    struct ibv_mr* mr;
+    char* buf;
+    int eth;
+    uint16_t lid;
+    union ibv_gid gid;
+};
+
+static void show_qp(const char* what, struct ibv_qp* qp) {
+    struct mlx5dv_qp d;
+    memset(&d, 0, sizeof(d));
+    d.comp_mask = MLX5DV_QP_MASK_UAR_MMAP_OFFSET | MLX5DV_QP_MASK_RAW_QP_HANDLES;
+    struct mlx5dv_obj o = {.qp = {qp, &d}};
+    int r = mlx5dv_init_obj(&o, MLX5DV_OBJ_QP);
+    printf("  %-22s %s", what, err_name(r));
+    if (!r) {
+        long sq_off = d.sq.wqe_cnt ? (long)((char*)d.sq.buf - (char*)d.rq.buf) : -1;
+        printf(" sq %u x %u rq %u x %u sq at rq+%ld bf +0x%lx size %u comp_mask 0x%llx page %llu"
+               " raw %u/%u/%u/%u dbrec %s",
+               d.sq.wqe_cnt, d.sq.stride, d.rq.wqe_cnt, d.rq.stride, sq_off, (unsigned long)((uintptr_t)d.bf.reg & 0xfff),
+               d.bf.size, (unsigned long long)d.comp_mask, (unsigned long long)(d.uar_mmap_offset / 4096), d.tirn,
+               d.tisn, d.rqn, d.sqn, ((uintptr_t)d.dbrec & 7) ? "unaligned" : "aligned");
+    }
+    printf("\n");
+}
+
+static struct ibv_qp* qp_of(struct env* e, enum ibv_qp_type t, struct ibv_cq* cq, struct ibv_srq* srq, uint32_t swr,
+                            uint32_t rwr, uint32_t rsge) {
+    struct ibv_qp_init_attr a = {.send_cq = cq,
+                                 .recv_cq = cq,
+                                 .srq = srq,
+                                 .qp_type = t,
+                                 .cap = {.max_send_wr = swr, .max_recv_wr = rwr, .max_send_sge = 1, .max_recv_sge = rsge}};
+    return ibv_create_qp(e->pd, &a);
+}
+
+static void objects(struct env* e) {
+    printf("init_obj\n");
+    struct mlx5dv_obj none = {{0}};
+    printf("  no object type         %s\n", err_name(mlx5dv_init_obj(&none, 0)));
+
+    struct ibv_cq* cq = ibv_create_cq(e->ctx, 100, NULL, NULL, 0);
+    struct mlx5dv_cq dcq = {0};
+    struct mlx5dv_obj o = {.cq = {cq, &dcq}};
+    int r = mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ);
+    printf("  cq of 100              %s cqe %u x %u comp_mask 0x%llx uar page %s cqn %s\n", err_name(r), dcq.cqe_cnt,
+           dcq.cqe_size, (unsigned long long)dcq.comp_mask, ((uintptr_t)dcq.cq_uar & 0xfff) ? "unaligned" : "aligned",
+           dcq.cqn ? "set" : "0");
+    /* Binaries linked against MLX5_1.0 get where the address is kept. */
+    int (*v10)(struct mlx5dv_obj*, uint64_t) = (int (*)(struct mlx5dv_obj*, uint64_t))dlvsym(
+        RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.0");
+    if (v10) {
+        struct mlx5dv_cq old = {0};
+        struct mlx5dv_obj oo = {.cq = {cq, &old}};
+        r = v10(&oo, MLX5DV_OBJ_CQ);
+        printf("  cq, MLX5_1.0 version   %s cq_uar points at the UAR address %s\n", err_name(r),
+               !r && *(void**)old.cq_uar == dcq.cq_uar ? "yes" : "no");
+    } else {
+        printf("  cq, MLX5_1.0 version   missing\n");
+    }
+
+    show_qp("rc 16/16", qp_of(e, IBV_QPT_RC, cq, NULL, 16, 16, 2));
+    show_qp("rc 100/3 sge 4", qp_of(e, IBV_QPT_RC, cq, NULL, 100, 3, 4));
+    show_qp("rc no send queue", qp_of(e, IBV_QPT_RC, cq, NULL, 0, 8, 1));
+    show_qp("uc 8/8", qp_of(e, IBV_QPT_UC, cq, NULL, 8, 8, 1));
+    show_qp("ud 8/8", qp_of(e, IBV_QPT_UD, cq, NULL, 8, 8, 1));
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 20, .max_sge = 3}};
+    struct ibv_srq* srq = ibv_create_srq(e->pd, &sa);
+    show_qp("rc on an srq", qp_of(e, IBV_QPT_RC, cq, srq, 8, 0, 0));
+    struct mlx5dv_srq ds = {.comp_mask = MLX5DV_SRQ_MASK_SRQN};
+    o = (struct mlx5dv_obj){.srq = {srq, &ds}};
+    r = mlx5dv_init_obj(&o, MLX5DV_OBJ_SRQ);
+    printf("  srq 20 sge 3           %s stride %u head %u tail %u comp_mask 0x%llx srqn %s\n", err_name(r), ds.stride,
+           ds.head, ds.tail, (unsigned long long)ds.comp_mask, ds.srqn ? "set" : "0");
+
+    struct ibv_ah_attr aa = {.dlid = 0x1234, .sl = 3, .src_path_bits = 1, .port_num = 1};
+    if (e->eth) {
+        aa.is_global = 1;
+        aa.grh.dgid = e->gid;
+        aa.grh.hop_limit = 64;
+        aa.grh.traffic_class = 0x20;
+        aa.grh.flow_label = 0x12345;
+    }
+    struct ibv_ah* ah = ibv_create_ah(e->pd, &aa);
+    struct mlx5dv_ah dah = {0};
+    o = (struct mlx5dv_obj){.ah = {ah, &dah}};
+    r = ah ? mlx5dv_init_obj(&o, MLX5DV_OBJ_AH) : errno;
+    printf("  ah                     %s comp_mask 0x%llx av", err_name(r), (unsigned long long)dah.comp_mask);
+    if (!r) {
+        const unsigned char* p = (const unsigned char*)dah.av;
+        for (size_t i = 0; i < sizeof(*dah.av); i++)
+            printf("%s%02x", i % 4 ? "" : " ", p[i]);
+    }
+    printf("\n");
+    struct mlx5dv_pd dpd = {0};
+    o = (struct mlx5dv_obj){.pd = {e->pd, &dpd}};
+    r = mlx5dv_init_obj(&o, MLX5DV_OBJ_PD);
+    printf("  pd                     %s comp_mask 0x%llx pdn %s\n", err_name(r), (unsigned long long)dpd.comp_mask,
+           dpd.pdn ? "set" : "0");
+    /* Several at once; the QPs above stay until the context closes. */
+    struct mlx5dv_cq c2 = {0};
+    struct mlx5dv_pd p2 = {0};
+    o = (struct mlx5dv_obj){.cq = {cq, &c2}, .pd = {e->pd, &p2}};
+    r = mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ | MLX5DV_OBJ_PD);
+    printf("  cq and pd together     %s same answers %s\n", err_name(r),
+           !r && c2.cqn == dcq.cqn && p2.pdn == dpd.pdn ? "yes" : "no");
+    if (ah)
+        ibv_destroy_ah(ah);
+}
+
+/* ------------------------------------------------ mlx5 creation attrs */
+
+static void dv_cq_case(struct env* e, const char* what, uint64_t mask, uint16_t cqe_size, uint64_t flags, uint8_t fmt) {
+    struct ibv_cq_init_attr_ex a = {.cqe = 30, .wc_flags = IBV_WC_STANDARD_FLAGS};
+    struct mlx5dv_cq_init_attr d = {
+        .comp_mask = mask, .cqe_comp_res_format = fmt, .flags = (uint32_t)flags, .cqe_size = cqe_size};
+    errno = 0;
+    struct ibv_cq_ex* cq = mlx5dv_create_cq(e->ctx, &a, &d);
+    printf("  create_cq %-28s %s", what, cq ? "ok" : err_name(errno));
+    if (cq) {
+        struct mlx5dv_cq dcq = {0};
+        struct mlx5dv_obj o = {.cq = {ibv_cq_ex_to_cq(cq), &dcq}};
+        if (!mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ))
+            printf(" cqe %u x %u", dcq.cqe_cnt, dcq.cqe_size);
+        ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+    }
+    printf("\n");
+}
+
+static void dv_qp_case(struct env* e, struct ibv_cq* cq, const char* what, enum ibv_qp_type t, uint64_t mask,
+                       uint32_t flags, int with_ops) {
+    struct ibv_qp_init_attr_ex a = {.send_cq = cq,
+                                    .recv_cq = cq,
+                                    .qp_type = t,
+                                    .comp_mask = IBV_QP_INIT_ATTR_PD,
+                                    .pd = e->pd,
+                                    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+    if (with_ops) {
+        a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+    }
+    struct mlx5dv_qp_init_attr d = {.comp_mask = mask, .create_flags = flags};
+    errno = 0;
+    struct ibv_qp* qp = mlx5dv_create_qp(e->ctx, &a, &d);
+    printf("  create_qp %-34s %s", what, qp ? "ok" : err_name(errno));
+    if (qp) {
+        printf(" send %u recv %u", a.cap.max_send_wr, a.cap.max_recv_wr);
+        if (with_ops) {
+            struct mlx5dv_qp_ex* x = mlx5dv_qp_ex_from_ibv_qp_ex(ibv_qp_to_qp_ex(qp));
+            printf(" dv_qp_ex %s", x ? "set" : "NULL");
+        }
+        ibv_destroy_qp(qp);
+    }
+    printf("\n");
+}
+
+static void create_attrs(struct env* e) {
+    printf("mlx5dv_create_cq\n");
+    dv_cq_case(e, "no mlx5 attribute", 0, 0, 0, 0);
+    dv_cq_case(e, "cqe_size 128", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 128, 0, 0);
+    dv_cq_case(e, "cqe_size 64", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 64, 0, 0);
+    dv_cq_case(e, "cqe_size 100", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 100, 0, 0);
+    dv_cq_case(e, "compressed (hash)", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, MLX5DV_CQE_RES_FORMAT_HASH);
+    dv_cq_case(e, "padding, 128-byte CQEs",
+               MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 128,
+               MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD, 0);
+    dv_cq_case(e, "no flag", MLX5DV_CQ_INIT_ATTR_MASK_FLAGS, 0, 0, 0);
+    dv_cq_case(e, "unknown flag", MLX5DV_CQ_INIT_ATTR_MASK_FLAGS, 0, 1 << 4, 0);
+    dv_cq_case(e, "unknown comp_mask", 1 << 5, 0, 0, 0);
+
+    printf("mlx5dv_create_qp\n");
+    struct ibv_cq* cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+    const uint64_t F = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+    dv_qp_case(e, cq, "rc, no mlx5 attribute", IBV_QPT_RC, 0, 0, 0);
+    dv_qp_case(e, cq, "rc, no flag", IBV_QPT_RC, F, 0, 0);
+    dv_qp_case(e, cq, "rc, disable scatter to cqe", IBV_QPT_RC, F, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, 0);
+    dv_qp_case(e, cq, "rc, allow scatter to cqe", IBV_QPT_RC, F, MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE, 0);
+    dv_qp_case(e, cq, "rc, both scatter flags", IBV_QPT_RC, F,
+               MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE | MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE, 0);
+    dv_qp_case(e, cq, "rc, tunnel offloads", IBV_QPT_RC, F, MLX5DV_QP_CREATE_TUNNEL_OFFLOADS, 0);
+    dv_qp_case(e, cq, "rc, packet based credit", IBV_QPT_RC, F, MLX5DV_QP_CREATE_PACKET_BASED_CREDIT_MODE, 0);
+    dv_qp_case(e, cq, "rc, signature pipelining", IBV_QPT_RC, F, MLX5DV_QP_CREATE_SIG_PIPELINING, 0);
+    dv_qp_case(e, cq, "rc, unknown flag", IBV_QPT_RC, F, 1u << 12, 0);
+    dv_qp_case(e, cq, "rc, dc attributes", IBV_QPT_RC, MLX5DV_QP_INIT_ATTR_MASK_DC, 0, 0);
+    dv_qp_case(e, cq, "rc, unknown comp_mask", IBV_QPT_RC, 1u << 6, 0, 0);
+    dv_qp_case(e, cq, "driver type, no dc attributes", IBV_QPT_DRIVER, F, 0, 0);
+    dv_qp_case(e, cq, "ud, disable scatter to cqe", IBV_QPT_UD, F, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, 0);
+    dv_qp_case(e, cq, "rc, wr api, no mlx5 op", IBV_QPT_RC, MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS, 0, 1);
+    ibv_destroy_cq(cq);
+}
+
+/* ----------------------------------- traffic through the rings themselves */
+
+struct raw_qp {
+    struct ibv_qp* qp;
+    struct mlx5dv_qp d;
+    uint32_t sq_pi;
+    uint32_t rq_pi;
+};
+
+struct raw_cq {
+    struct ibv_cq* cq;
+    struct mlx5dv_cq d;
+    uint32_t ci;
+};
+
+static int to_rts(struct env* e, struct ibv_qp* qp, uint32_t dest) {
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+                            .port_num = 1,
+                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        return 1;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = dest;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.dlid = e->lid;
+    if (e->eth) {
+        a.ah_attr.is_global = 1;
+        a.ah_attr.grh.dgid = e->gid;
+        a.ah_attr.grh.hop_limit = 1;
+    }
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        return 1;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 10;
+    a.retry_cnt = 2;
+    a.rnr_retry = 2;
+    a.max_rd_atomic = 1;
+    return ibv_modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                             IBV_QP_MAX_QP_RD_ATOMIC) != 0;
+}
+
+/* A receive WQE of one SGE (and the end marker when the queue has room for
+ * more), then the receive doorbell record. */
+static void raw_post_recv(struct raw_qp* q, uint32_t lkey, void* addr, uint32_t len) {
+    struct mlx5_wqe_data_seg* seg =
+        (struct mlx5_wqe_data_seg*)((char*)q->d.rq.buf + (q->rq_pi & (q->d.rq.wqe_cnt - 1)) * q->d.rq.stride);
+    mlx5dv_set_data_seg(seg, len, lkey, (uintptr_t)addr);
+    if (q->d.rq.stride > sizeof(*seg))
+        mlx5dv_set_data_seg(seg + 1, 0, MLX5_INVALID_LKEY, 0);
+    q->rq_pi++;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    q->d.dbrec[MLX5_RCV_DBR] = htobe32(q->rq_pi & 0xffff);
+}
+
+/* One send WQE (SEND or RDMA WRITE, one SGE), signaled; the send doorbell
+ * record, then the doorbell register with the WQE's first eight bytes. */
+static void raw_post_send(struct raw_qp* q, uint8_t opcode, uint32_t lkey, void* addr, uint32_t len, uint32_t rkey,
+                          uint64_t raddr) {
+    char* wqe = (char*)q->d.sq.buf + (q->sq_pi & (q->d.sq.wqe_cnt - 1)) * q->d.sq.stride;
+    memset(wqe, 0, 64);
+    struct mlx5_wqe_ctrl_seg* ctrl = (struct mlx5_wqe_ctrl_seg*)wqe;
+    char* seg = wqe + sizeof(*ctrl);
+    uint8_t ds = 1;
+    if (opcode == MLX5_OPCODE_RDMA_WRITE) {
+        struct mlx5_wqe_raddr_seg* r = (struct mlx5_wqe_raddr_seg*)seg;
+        r->raddr = htobe64(raddr);
+        r->rkey = htobe32(rkey);
+        seg += sizeof(*r);
+        ds++;
+    }
+    mlx5dv_set_data_seg((struct mlx5_wqe_data_seg*)seg, len, lkey, (uintptr_t)addr);
+    ds++;
+    mlx5dv_set_ctrl_seg(ctrl, (uint16_t)q->sq_pi, opcode, 0, q->qp->qp_num, MLX5_WQE_CTRL_CQ_UPDATE, ds, 0, 0);
+    q->sq_pi++;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    q->d.dbrec[MLX5_SND_DBR] = htobe32(q->sq_pi & 0xffff);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    *(volatile uint64_t*)q->d.bf.reg = *(uint64_t*)ctrl;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* The next CQE the device handed over, within two seconds, or NULL. */
+static struct mlx5_cqe64* raw_poll(struct raw_cq* c) {
+    for (int i = 0; i < 200000; i++) {
+        char* slot = (char*)c->d.buf + (size_t)(c->ci & (c->d.cqe_cnt - 1)) * c->d.cqe_size;
+        struct mlx5_cqe64* cqe = (struct mlx5_cqe64*)(c->d.cqe_size == 128 ? slot + 64 : slot);
+        uint8_t op = mlx5dv_get_cqe_opcode(cqe);
+        int owner = mlx5dv_get_cqe_owner(cqe);
+        if (op != MLX5_CQE_INVALID && owner == !!(c->ci & c->d.cqe_cnt)) {
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            c->ci++;
+            c->d.dbrec[0] = htobe32(c->ci & 0xffffff);
+            return cqe;
+        }
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void show_cqe(const char* what, struct mlx5_cqe64* cqe, struct ibv_qp* qp) {
+    if (!cqe) {
+        printf("  %-22s no completion\n", what);
+        return;
+    }
+    printf("  %-22s opcode %u wqe_counter %u byte_cnt %u qp %s\n", what, mlx5dv_get_cqe_opcode(cqe),
+           be16toh(cqe->wqe_counter), be32toh(cqe->byte_cnt),
+           (be32toh(cqe->sop_drop_qpn) & 0xffffff) == qp->qp_num ? "matches" : "other");
+}
+
+static void raw_traffic(struct env* e) {
+    printf("traffic through the rings\n");
+    struct raw_cq sc = {.cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0)};
+    struct raw_cq rc = {.cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0)};
+    struct ibv_qp_init_attr a = {.send_cq = sc.cq,
+                                 .recv_cq = rc.cq,
+                                 .qp_type = IBV_QPT_RC,
+                                 .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 2}};
+    struct raw_qp s = {.qp = ibv_create_qp(e->pd, &a)};
+    struct raw_qp r = {.qp = ibv_create_qp(e->pd, &a)};
+    if (!sc.cq || !rc.cq || !s.qp || !r.qp) {
+        printf("  setup failed\n");
+        return;
+    }
+    struct mlx5dv_obj o = {.qp = {s.qp, &s.d}, .cq = {sc.cq, &sc.d}};
+    int ret = mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ);
+    o = (struct mlx5dv_obj){.qp = {r.qp, &r.d}, .cq = {rc.cq, &rc.d}};
+    ret = ret ? ret : mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ);
+    if (ret || to_rts(e, s.qp, r.qp->qp_num) || to_rts(e, r.qp, s.qp->qp_num)) {
+        printf("  set-up: %s\n", err_name(ret ? ret : errno));
+        return;
+    }
+    char* src = e->buf;
+    char* dst = e->buf + 8192;
+    for (int round = 0; round < 12; round++) {
+        /* More rounds than WQEs in the rings: both wrap. */
+        memset(dst, 0, 256);
+        snprintf(src, 256, "round %d through our own WQEs", round);
+        uint32_t len = (uint32_t)strlen(src) + 1;
+        raw_post_recv(&r, e->mr->lkey, dst, 256);
+        raw_post_send(&s, MLX5_OPCODE_SEND, e->mr->lkey, src, len, 0, 0);
+        struct mlx5_cqe64* c1 = raw_poll(&sc);
+        struct mlx5_cqe64* c2 = raw_poll(&rc);
+        if (round % 5 == 0 || round == 11) {
+            char what[32];
+            snprintf(what, sizeof(what), "send %d, requester", round);
+            show_cqe(what, c1, s.qp);
+            snprintf(what, sizeof(what), "send %d, responder", round);
+            show_cqe(what, c2, r.qp);
+            printf("  %-22s data %s\n", "", strcmp(dst, src) ? "differs" : "arrived");
+        } else if (!c1 || !c2 || strcmp(dst, src)) {
+            printf("  send %d: lost\n", round);
+        }
+    }
+    strcpy(src, "written by an RDMA WRITE of our own");
+    memset(dst, 0, 256);
+    raw_post_send(&s, MLX5_OPCODE_RDMA_WRITE, e->mr->lkey, src, 64, e->mr->rkey, (uintptr_t)dst);
+    show_cqe("rdma write, requester", raw_poll(&sc), s.qp);
+    printf("  %-22s data %s\n", "", strcmp(dst, src) ? "differs" : "arrived");
+    ibv_destroy_qp(s.qp);
+    ibv_destroy_qp(r.qp);
+    ibv_destroy_cq(sc.cq);
+    ibv_destroy_cq(rc.cq);
+}
+
+int main(void) {
+    int n = 0;
+    struct ibv_device** list = ibv_get_device_list(&n);
+    if (!list || n < 1) {
+        printf("no device\n");
+        return 1;
+    }
+    printf("%s: mlx5dv_is_supported %s\n", ibv_get_device_name(list[0]), mlx5dv_is_supported(list[0]) ? "yes" : "no");
+
+    struct mlx5dv_context_attr ca = {0};
+    open_case(list[0], "without attributes", NULL);
+    open_case(list[0], "no flag", &ca);
+    ca.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
+    open_case(list[0], "devx", &ca);
+    ca.flags = 1 << 1;
+    open_case(list[0], "unknown flag", &ca);
+    ca.flags = 0;
+    ca.comp_mask = 1;
+    open_case(list[0], "unknown comp_mask", &ca);
+
+    struct env e = {0};
+    e.ctx = ibv_open_device(list[0]);
+    if (!e.ctx) {
+        perror("ibv_open_device");
+        return 1;
+    }
+    struct ibv_port_attr pa;
+    ibv_query_port(e.ctx, 1, &pa);
+    e.eth = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+    e.lid = pa.lid;
+    ibv_query_gid(e.ctx, 1, 0, &e.gid);
+    e.pd = ibv_alloc_pd(e.ctx);
+    e.buf = aligned_alloc(4096, 1 << 16);
+    memset(e.buf, 0, 1 << 16);
+    e.mr = e.pd ? ibv_reg_mr(e.pd, e.buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
+    if (!e.mr) {
+        printf("setup failed\n");
+        return 1;
+    }
+    query(e.ctx);
+    clock_info(e.ctx);
+    allocators(list[0]);
+    objects(&e);
+    create_attrs(&e);
+    raw_traffic(&e);
+
+    ibv_dereg_mr(e.mr);
+    ibv_close_device(e.ctx);
+    ibv_free_device_list(list);
+    free(e.buf);
+    return 0;
+}
