@@ -478,7 +478,7 @@ int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t i
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
         return -EINVAL;
     if (access & IBV_ACCESS_ON_DEMAND)
-        return -EINVAL;  // no ODP in the model
+        return -EOPNOTSUPP;  // no ODP in the model: the core refuses as for a device without it
     if (length == 0 || start + length < start)
         return -EINVAL;
     if (length > c.dev->cfg->max_mr_size)
@@ -1121,10 +1121,14 @@ int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp
     memset(&r, 0, sizeof r);
     av_to_dest(qp->av, r.dest);
     av_to_dest(qp->alt_av, r.alt_dest);
-    r.max_send_wr = qp->max_send_wr;
-    r.max_recv_wr = qp->srq ? 0 : qp->max_recv_wr;
-    r.max_send_sge = qp->max_send_sge;
-    r.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+    // As mlx5_ib answers for a user QP: the receive queue as the library
+    // laid it out (WQEs of the ring, SGEs a WQE holds, one less with WQE
+    // signatures); the send side is the library's to report (zero).
+    r.max_send_wr = 0;
+    r.max_send_sge = 0;
+    r.max_recv_wr = qp->rq_wqe_cnt;
+    r.max_recv_sge =
+        qp->rq_wqe_cnt ? (1u << qp->rq_wqe_shift) / 16 - ((qp->create_flags & MLX5_QP_FLAG_SIGNATURE) ? 1 : 0) : 0;
     r.max_inline_data = qp->max_inline;
     r.qkey = qp->qkey;
     r.rq_psn = qp->rq_psn;
