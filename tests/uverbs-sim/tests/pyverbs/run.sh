@@ -1,0 +1,43 @@
+#!/bin/bash
+# run.sh RUN WORK: rdma-core's own Python test suite (the v44 suite Debian
+# ships with python3-pyverbs) on the emulated ConnectX, with Debian's
+# pyverbs, libibverbs and libmlx5. A test may pass or skip (the device
+# reports the feature absent); the ones listed in known-errors.txt fail for
+# the reason written there. Anything else failing, or a listed test no
+# longer failing (the list must stay true), fails this test.
+set -u
+run=$1 work=$2
+suite=/usr/share/doc/rdma-core/tests
+py=/usr/bin/python3
+[ -f "$suite/run_tests.py" ] || { echo "SKIP: the pyverbs test suite (python3-pyverbs) is not installed"; exit 77; }
+"$py" -c 'import pyverbs.device' 2>/dev/null || { echo "SKIP: $py has no pyverbs"; exit 77; }
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+cp -r "$suite" "$work/tests"
+gunzip -f "$work"/tests/*.gz
+cd "$work" || exit 1
+timeout 600 "$run" --dir "$work/host" "$py" tests/run_tests.py -v >"$work/out.txt" 2>&1
+rc=$?
+summary=$(grep -E '^(OK|FAILED)' "$work/out.txt" | tail -1)
+ran=$(grep -E '^Ran [0-9]+ tests' "$work/out.txt" | tail -1)
+[ -n "$ran" ] || { echo "the suite did not finish (exit $rc)"; tail -20 "$work/out.txt"; exit 1; }
+ok=$(grep -cE '\.\.\. ok$' "$work/out.txt")
+skipped=$(grep -cE '\.\.\. skipped' "$work/out.txt")
+echo "$ran: $ok passed, $skipped skipped; $summary"
+grep -E '^(ERROR|FAIL): ' "$work/out.txt" | sed -E 's/^(ERROR|FAIL): [^ ]+ \(([^)]+)\).*/\2/' | sort -u >"$work/failed.txt"
+grep -vE '^\s*(#|$)' "$here/known-errors.txt" | awk '{print $1}' | sort -u >"$work/known.txt"
+fail=0
+while read -r t; do
+	echo "NEW FAILURE: $t"
+	# The error the test ended with: the last error line of its traceback.
+	awk -v t="($t)" 'index($0, t) && /^(ERROR|FAIL): / {p=1; next} p && /^=====/ {exit} p' "$work/out.txt" |
+		grep -E 'Error|assert' | tail -2 | sed 's/^/    /'
+	fail=1
+done < <(comm -23 "$work/failed.txt" "$work/known.txt")
+while read -r t; do
+	echo "NOW PASSES (remove it from known-errors.txt): $t"
+	fail=1
+done < <(comm -13 "$work/failed.txt" "$work/known.txt")
+[ $fail = 0 ] && echo "known errors: $(wc -l <"$work/known.txt") (known-errors.txt), no other"
+exit $fail
