@@ -234,7 +234,8 @@ static void clock_info(struct ibv_context* ctx) {
     int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     int64_t dev = (int64_t)mlx5dv_ts_to_ns(&ci, cycles);
     int64_t d = now - dev;
-    printf("  core clock converted: within a second of CLOCK_MONOTONIC %s\n", d > -1000000000 && d < 1000000000 ? "yes" : "no");
+    printf("  core clock converted: within a second of CLOCK_MONOTONIC %s\n",
+           d > -1000000000 && d < 1000000000 ? "yes" : "no");
 }
 
 /* ------------------------------------------------------------- objects */
@@ -260,20 +261,22 @@ static void show_qp(const char* what, struct ibv_qp* qp) {
         long sq_off = d.sq.wqe_cnt ? (long)((char*)d.sq.buf - (char*)d.rq.buf) : -1;
         printf(" sq %u x %u rq %u x %u sq at rq+%ld bf +0x%lx size %u comp_mask 0x%llx page %llu"
                " raw %u/%u/%u/%u dbrec %s",
-               d.sq.wqe_cnt, d.sq.stride, d.rq.wqe_cnt, d.rq.stride, sq_off, (unsigned long)((uintptr_t)d.bf.reg & 0xfff),
-               d.bf.size, (unsigned long long)d.comp_mask, (unsigned long long)(d.uar_mmap_offset / 4096), d.tirn,
-               d.tisn, d.rqn, d.sqn, ((uintptr_t)d.dbrec & 7) ? "unaligned" : "aligned");
+               d.sq.wqe_cnt, d.sq.stride, d.rq.wqe_cnt, d.rq.stride, sq_off,
+               (unsigned long)((uintptr_t)d.bf.reg & 0xfff), d.bf.size, (unsigned long long)d.comp_mask,
+               (unsigned long long)(d.uar_mmap_offset / 4096), d.tirn, d.tisn, d.rqn, d.sqn,
+               ((uintptr_t)d.dbrec & 7) ? "unaligned" : "aligned");
     }
     printf("\n");
 }
 
 static struct ibv_qp* qp_of(struct env* e, enum ibv_qp_type t, struct ibv_cq* cq, struct ibv_srq* srq, uint32_t swr,
                             uint32_t rwr, uint32_t rsge) {
-    struct ibv_qp_init_attr a = {.send_cq = cq,
-                                 .recv_cq = cq,
-                                 .srq = srq,
-                                 .qp_type = t,
-                                 .cap = {.max_send_wr = swr, .max_recv_wr = rwr, .max_send_sge = 1, .max_recv_sge = rsge}};
+    struct ibv_qp_init_attr a = {
+        .send_cq = cq,
+        .recv_cq = cq,
+        .srq = srq,
+        .qp_type = t,
+        .cap = {.max_send_wr = swr, .max_recv_wr = rwr, .max_send_sge = 1, .max_recv_sge = rsge}};
     return ibv_create_qp(e->pd, &a);
 }
 
@@ -290,8 +293,8 @@ static void objects(struct env* e) {
            dcq.cqe_size, (unsigned long long)dcq.comp_mask, ((uintptr_t)dcq.cq_uar & 0xfff) ? "unaligned" : "aligned",
            dcq.cqn ? "set" : "0");
     /* Binaries linked against MLX5_1.0 get where the address is kept. */
-    int (*v10)(struct mlx5dv_obj*, uint64_t) = (int (*)(struct mlx5dv_obj*, uint64_t))dlvsym(
-        RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.0");
+    int (*v10)(struct mlx5dv_obj*, uint64_t) =
+        (int (*)(struct mlx5dv_obj*, uint64_t))dlvsym(RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.0");
     if (v10) {
         struct mlx5dv_cq old = {0};
         struct mlx5dv_obj oo = {.cq = {cq, &old}};
@@ -404,8 +407,7 @@ static void create_attrs(struct env* e) {
     dv_cq_case(e, "cqe_size 64", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 64, 0, 0);
     dv_cq_case(e, "cqe_size 100", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 100, 0, 0);
     dv_cq_case(e, "compressed (hash)", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, MLX5DV_CQE_RES_FORMAT_HASH);
-    dv_cq_case(e, "padding, 128-byte CQEs",
-               MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 128,
+    dv_cq_case(e, "padding, 128-byte CQEs", MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 128,
                MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD, 0);
     dv_cq_case(e, "no flag", MLX5DV_CQ_INIT_ATTR_MASK_FLAGS, 0, 0, 0);
     dv_cq_case(e, "unknown flag", MLX5DV_CQ_INIT_ATTR_MASK_FLAGS, 0, 1 << 4, 0);
@@ -448,9 +450,8 @@ struct raw_cq {
 };
 
 static int to_rts(struct env* e, struct ibv_qp* qp, uint32_t dest) {
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-                            .port_num = 1,
-                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+    struct ibv_qp_attr a = {
+        .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
         return 1;
     memset(&a, 0, sizeof(a));
