@@ -343,9 +343,10 @@ TEST_F(Write, RegMrChecks) {
     // remote write / atomic without local write
     EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_REMOTE_WRITE)), -EINVAL);
     EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_REMOTE_ATOMIC)), -EINVAL);
-    // unknown access bits, on-demand paging
+    // unknown access bits; on-demand paging, which the core refuses with
+    // EOPNOTSUPP on a device without ODP
     EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, 1u << 30)), -EINVAL);
-    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE)), -EINVAL);
+    EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE)), -EOPNOTSUPP);
     // length 0, a range that wraps, offsets in the page that differ
     EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), 0, 0)), -EINVAL);
     EXPECT_EQ(run(reg_mr(A(kResp), p, A(m), ~0ull - 0x10, 0)), -EINVAL);
@@ -470,7 +471,11 @@ TEST_F(Write, CreateQpEachType) {
         EXPECT_EQ(d.bfreg_index, 1u);
         auto q = query(r.qp_handle);
         EXPECT_EQ(q.qp_state, IBV_QPS_RESET);
-        EXPECT_EQ(q.max_send_wr, 16u);
+        // mlx5_ib reports a user QP's receive ring (WQEs, and SGEs from
+        // the stride of 64 bytes) and leaves the send side to the library
+        EXPECT_EQ(q.max_send_wr, 0u);
+        EXPECT_EQ(q.max_recv_wr, 8u);
+        EXPECT_EQ(q.max_recv_sge, 4u);
     }
     // extended
     QpSpec s;
@@ -803,8 +808,16 @@ TEST_F(Write, MmapUarPages) {
     EXPECT_EQ(err, EINVAL);
     EXPECT_EQ(map(0, page, PROT_WRITE, MAP_PRIVATE, err), MAP_FAILED);  // private
     EXPECT_EQ(err, EINVAL);
-    EXPECT_EQ(map((7 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // unknown command
+    EXPECT_EQ(map((9 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);  // unknown command
     EXPECT_EQ(err, EINVAL);
+    // clock info (cmd 7): version 1 only, and read-only
+    EXPECT_EQ(map((7 << 8 | 1) * page, page, PROT_READ, MAP_SHARED, err), MAP_FAILED);
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(map((7 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
+    EXPECT_EQ(err, EPERM);
+    void* ci = map((7 << 8) * page, page, PROT_READ, MAP_SHARED, err);
+    ASSERT_NE(ci, MAP_FAILED) << "errno " << err;
+    munmap(ci, page);
     // the core clock page (cmd 5) is read-only
     EXPECT_EQ(map((5 << 8) * page, page, PROT_READ | PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
     EXPECT_EQ(err, EPERM);
