@@ -106,30 +106,34 @@ inline uint64_t take_recv(Mlx5Qp* qp, const mlx5_cqe64* cqe) {
     return id;
 }
 
+// The opcode a requester CQE reports, from the opcode of its WQE (the
+// CQE's top byte); what the device does not name, the WQE's record does.
+inline ibv_wc_opcode requester_opcode(const mlx5_cqe64* cqe, uint8_t recorded) {
+    switch (be32toh(cqe->sop_drop_qpn) >> 24) {
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_RDMA_WRITE: return IBV_WC_RDMA_WRITE;
+    case MLX5_OPCODE_SEND_IMM:
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_INVAL: return IBV_WC_SEND;
+    case MLX5_OPCODE_RDMA_READ: return IBV_WC_RDMA_READ;
+    case MLX5_OPCODE_ATOMIC_CS: return IBV_WC_COMP_SWAP;
+    case MLX5_OPCODE_ATOMIC_FA: return IBV_WC_FETCH_ADD;
+    default: return static_cast<ibv_wc_opcode>(recorded);
+    }
+}
+
 void fill_requester(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe) {
     const uint32_t idx = retire_send(qp, cqe);
     wc->wr_id = qp->sq.wrid[idx];
     wc->status = IBV_WC_SUCCESS;
-    const uint8_t opcode = static_cast<uint8_t>(be32toh(cqe->sop_drop_qpn) >> 24);
-    switch (opcode) {
-    case MLX5_OPCODE_RDMA_WRITE_IMM: wc->wc_flags |= IBV_WC_WITH_IMM; [[fallthrough]];
-    case MLX5_OPCODE_RDMA_WRITE: wc->opcode = IBV_WC_RDMA_WRITE; break;
-    case MLX5_OPCODE_SEND_IMM: wc->wc_flags |= IBV_WC_WITH_IMM; [[fallthrough]];
-    case MLX5_OPCODE_SEND:
-    case MLX5_OPCODE_SEND_INVAL: wc->opcode = IBV_WC_SEND; break;
-    case MLX5_OPCODE_RDMA_READ:
-        wc->opcode = IBV_WC_RDMA_READ;
-        wc->byte_len = be32toh(cqe->byte_cnt);
-        break;
+    wc->opcode = requester_opcode(cqe, qp->sq.wc_opcode[idx]);
+    switch (be32toh(cqe->sop_drop_qpn) >> 24) {
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_SEND_IMM: wc->wc_flags |= IBV_WC_WITH_IMM; break;
+    case MLX5_OPCODE_RDMA_READ: wc->byte_len = be32toh(cqe->byte_cnt); break;
     case MLX5_OPCODE_ATOMIC_CS:
-        wc->opcode = IBV_WC_COMP_SWAP;
-        wc->byte_len = 8;
-        break;
-    case MLX5_OPCODE_ATOMIC_FA:
-        wc->opcode = IBV_WC_FETCH_ADD;
-        wc->byte_len = 8;
-        break;
-    default: wc->opcode = static_cast<ibv_wc_opcode>(qp->sq.wc_opcode[idx]); break;
+    case MLX5_OPCODE_ATOMIC_FA: wc->byte_len = 8; break;
+    default: break;
     }
 }
 
@@ -185,13 +189,21 @@ void fill_error(Mlx5Context& ctx, ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe,
 enum class Polled { Ok, Empty, Error };
 
 // One CQE into *wc. Caller holds the CQ lock.
-Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
+// The next CQE the device has handed over, consumed (nullptr: none).
+inline mlx5_cqe64* take_cqe(Mlx5Cq* cq) {
     mlx5_cqe64* cqe = sw_cqe(cq, cq->cons_index);
     if (!cqe)
-        return Polled::Empty;
+        return nullptr;
     ++cq->cons_index;
     // The CQE's other bytes were written before its owner byte.
     from_device_barrier();
+    return cqe;
+}
+
+Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
+    const mlx5_cqe64* cqe = take_cqe(cq);
+    if (!cqe)
+        return Polled::Empty;
     const uint8_t opcode = cqe->op_own >> 4;
     Mlx5Context& ctx = *to_mctx(cq->vcq.cq()->context);
     Mlx5Qp* qp = ctx.qp_by_uidx(be32toh(cqe->srqn_uidx) & 0xffffff);
@@ -438,20 +450,48 @@ int arm_cq(ibv_cq* ibcq, int solicited_only) noexcept {
 
 namespace {
 
-// The extended interface reads the current CQE field by field; it is
-// parsed once into cq->ex_wc with the decoder ibv_poll_cq uses, and the
-// read_* hooks return fields of that copy.
+// The extended interface: start_poll and next_poll consume a CQE and
+// retire its work request (wr_id and status are fields of ibv_cq_ex); the
+// read_* hooks decode the rest from the CQE itself, only what the
+// application asks for. An error CQE defines wr_id, status and the vendor
+// syndrome; its other fields read as the bytes the device left.
 inline int load_next(Mlx5Cq* cq) noexcept {
-    const mlx5_cqe64* cqe = sw_cqe(cq, cq->cons_index);
-    if (cqe)
-        cq->ex_ts = be64toh(cqe->timestamp);
-    const Polled p = poll_one(cq, &cq->ex_wc);
-    if (p == Polled::Empty)
+    const mlx5_cqe64* cqe = take_cqe(cq);
+    if (!cqe)
         return ENOENT;
-    if (p == Polled::Error)
+    const uint8_t opcode = cqe->op_own >> 4;
+    Mlx5Context& ctx = *to_mctx(cq->vcq.cq()->context);
+    Mlx5Qp* qp = ctx.qp_by_uidx(be32toh(cqe->srqn_uidx) & 0xffffff);
+    if (!qp) [[unlikely]]
         return EINVAL;
-    cq->vcq.cq_ex.status = cq->ex_wc.status;
-    cq->vcq.cq_ex.wr_id = cq->ex_wc.wr_id;
+    ibv_cq_ex& x = cq->vcq.cq_ex;
+    switch (opcode) {
+    case MLX5_CQE_REQ: {
+        const uint32_t idx = retire_send(qp, cqe);
+        x.wr_id = qp->sq.wrid[idx];
+        cq->ex_sq_opcode = qp->sq.wc_opcode[idx];
+        x.status = IBV_WC_SUCCESS;
+        break;
+    }
+    case MLX5_CQE_RESP_WR_IMM:
+    case MLX5_CQE_RESP_SEND:
+    case MLX5_CQE_RESP_SEND_IMM:
+    case MLX5_CQE_RESP_SEND_INV:
+        x.wr_id = take_recv(qp, cqe);
+        x.status = IBV_WC_SUCCESS;
+        break;
+    case MLX5_CQE_REQ_ERR:
+    case MLX5_CQE_RESP_ERR:
+        [[unlikely]] {
+            ibv_wc wc;
+            fill_error(ctx, &wc, qp, cqe, opcode);
+            x.wr_id = wc.wr_id;
+            x.status = wc.status;
+            break;
+        }
+    default: return EINVAL;
+    }
+    cq->ex_cqe = cqe;
     return 0;
 }
 
@@ -479,22 +519,48 @@ void end_poll(ibv_cq_ex* current) noexcept {
     cq->lock.unlock();
 }
 
-inline const ibv_wc& cur(ibv_cq_ex* c) noexcept { return to_mcq(c)->ex_wc; }
+inline const mlx5_cqe64& cur(ibv_cq_ex* c) noexcept { return *to_mcq(c)->ex_cqe; }
+inline uint8_t cur_opcode(ibv_cq_ex* c) noexcept { return cur(c).op_own >> 4; }
 
-ibv_wc_opcode read_opcode(ibv_cq_ex* c) noexcept { return cur(c).opcode; }
-uint32_t read_vendor_err(ibv_cq_ex* c) noexcept { return cur(c).vendor_err; }
-uint32_t read_byte_len(ibv_cq_ex* c) noexcept { return cur(c).byte_len; }
-__be32 read_imm_data(ibv_cq_ex* c) noexcept {
-    const ibv_wc& wc = cur(c);
-    return (wc.wc_flags & IBV_WC_WITH_INV) ? htobe32(wc.invalidated_rkey) : wc.imm_data;
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) noexcept {
+    switch (cur_opcode(c)) {
+    case MLX5_CQE_REQ: return requester_opcode(&cur(c), to_mcq(c)->ex_sq_opcode);
+    case MLX5_CQE_RESP_WR_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+    case MLX5_CQE_RESP_SEND:
+    case MLX5_CQE_RESP_SEND_IMM:
+    case MLX5_CQE_RESP_SEND_INV: return IBV_WC_RECV;
+    default: return static_cast<ibv_wc_opcode>(0);
+    }
 }
-uint32_t read_qp_num(ibv_cq_ex* c) noexcept { return cur(c).qp_num; }
-uint32_t read_src_qp(ibv_cq_ex* c) noexcept { return cur(c).src_qp; }
-unsigned int read_wc_flags(ibv_cq_ex* c) noexcept { return cur(c).wc_flags; }
-uint32_t read_slid(ibv_cq_ex* c) noexcept { return cur(c).slid; }
-uint8_t read_sl(ibv_cq_ex* c) noexcept { return cur(c).sl; }
-uint8_t read_dlid_path_bits(ibv_cq_ex* c) noexcept { return cur(c).dlid_path_bits; }
-uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return to_mcq(c)->ex_ts; }
+uint32_t read_vendor_err(ibv_cq_ex* c) noexcept {
+    const uint8_t op = cur_opcode(c);
+    if (op != MLX5_CQE_REQ_ERR && op != MLX5_CQE_RESP_ERR)
+        return 0;
+    return reinterpret_cast<const mlx5_err_cqe&>(cur(c)).vendor_err_synd;
+}
+uint32_t read_byte_len(ibv_cq_ex* c) noexcept { return be32toh(cur(c).byte_cnt); }
+// The immediate as sent, or the invalidated rkey (big-endian both ways).
+__be32 read_imm_data(ibv_cq_ex* c) noexcept { return cur(c).imm_inval_pkey; }
+uint32_t read_qp_num(ibv_cq_ex* c) noexcept { return be32toh(cur(c).sop_drop_qpn) & 0xffffff; }
+uint32_t read_src_qp(ibv_cq_ex* c) noexcept { return be32toh(cur(c).flags_rqpn) & 0xffffff; }
+// What the receive side says of the message; a requester CQE carries no
+// immediate flag here (only ibv_poll_cq derives one from the WQE).
+unsigned int read_wc_flags(ibv_cq_ex* c) noexcept {
+    unsigned int flags = 0;
+    switch (cur_opcode(c)) {
+    case MLX5_CQE_RESP_WR_IMM:
+    case MLX5_CQE_RESP_SEND_IMM: flags = IBV_WC_WITH_IMM; break;
+    case MLX5_CQE_RESP_SEND_INV: flags = IBV_WC_WITH_INV; break;
+    default: break;
+    }
+    if ((be32toh(cur(c).flags_rqpn) >> 28) & 3)
+        flags |= IBV_WC_GRH;
+    return flags;
+}
+uint32_t read_slid(ibv_cq_ex* c) noexcept { return be16toh(cur(c).slid); }
+uint8_t read_sl(ibv_cq_ex* c) noexcept { return (be32toh(cur(c).flags_rqpn) >> 24) & 0xf; }
+uint8_t read_dlid_path_bits(ibv_cq_ex* c) noexcept { return cur(c).ml_path & 0x7f; }
+uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return be64toh(cur(c).timestamp); }
 
 }  // namespace
 

@@ -274,10 +274,12 @@ struct Mlx5Cq {
     void* uar_db;  // where the arm doorbell is written
     uint64_t wc_flags;  // what create_cq_ex asked to read
     bool dv_owned;  // handed to the application (mlx5dv_init_obj): never cleaned by us
-    // Extended polling (start_poll .. end_poll): the current CQE, parsed,
-    // and its timestamp.
-    ibv_wc ex_wc;
-    uint64_t ex_ts;
+    // Extended polling (start_poll .. end_poll): the current CQE, read in
+    // place by the read_* hooks (its slot stays ours until end_poll
+    // publishes the consumer index), and for a requester CQE the opcode
+    // its send WQE recorded.
+    const mlx5_cqe64* ex_cqe;
+    uint8_t ex_sq_opcode;
     ~Mlx5Cq();
 };
 
