@@ -430,6 +430,9 @@ void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t
                 UVSIM_TRACE("mmap cmd %u index %u -> %p", cmd, index, p);
             return p;
         }
+    case 1:  // MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES: mlx5_ib has none to give
+        err = ENOSYS;
+        return MAP_FAILED;
     default: err = EINVAL; return MAP_FAILED;
     }
     // A UAR page: ordinary shared memory. Doorbells and BlueFlame copies
@@ -705,7 +708,9 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
         return -EINVAL;
     if (a.srq_type != 0)
         return -EOPNOTSUPP;  // XRC / tag matching SRQs are not emulated
-    if (a.max_wr == 0 || a.max_wr > d.max_srq_wr || a.max_wr >= (1u << 30) || a.max_sge > d.max_srq_sge)
+    // mlx5_ib checks the size against the device's limit only: max_wr 0
+    // is a ring of one WQE (the one the free list keeps back).
+    if (a.max_wr > d.max_srq_wr || a.max_wr >= (1u << 30) || a.max_sge > d.max_srq_sge)
         return -EINVAL;
     if (a.drv_len < offsetof(mlx5_ib_create_srq, flags))
         return -EINVAL;
