@@ -261,7 +261,7 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         cq.wc_flags = wc_flags;
         if (single_threaded || env_.single_threaded)
             cq.lock.disable();
-        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size, allocators()))
+        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size, allocators(), "MLX_CQ", cmd_fd()))
             return e;
         if (int e = cq.dbrec_buf.alloc(64, allocators()))
             return e;

@@ -7,10 +7,13 @@
 #include "util/immortal.h"
 
 #include <rdma/ib_user_ioctl_verbs.h>
+#include <strings.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -158,45 +161,133 @@ void Mlx5Context::clear_uidx(uint32_t uidx) {
 
 // ------------------------------------------------------------- DMA memory
 
-int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext) {
+namespace {
+
+enum class AllocType { Anon, Huge, Contig, PreferHuge, PreferContig, All };
+
+// <component>_ALLOC_TYPE, read as the reference reads it (any case; an
+// unknown value leaves the default).
+AllocType alloc_type(const char* component) {
+    if (!component)
+        return AllocType::Anon;
+    char name[64];
+    std::snprintf(name, sizeof name, "%s_ALLOC_TYPE", component);
+    const char* v = std::getenv(name);
+    if (!v)
+        return AllocType::Anon;
+    static constexpr struct {
+        const char* name;
+        AllocType type;
+    } kNames[] = {{"ANON", AllocType::Anon},
+                  {"HUGE", AllocType::Huge},
+                  {"CONTIG", AllocType::Contig},
+                  {"PREFER_CONTIG", AllocType::PreferContig},
+                  {"PREFER_HUGE", AllocType::PreferHuge},
+                  {"ALL", AllocType::All}};
+    for (const auto& n : kNames)
+        if (!strcasecmp(v, n.name))
+            return n.type;
+    return AllocType::Anon;
+}
+
+constexpr size_t kHugePage = size_t(2) << 20;
+
+// A System V segment of huge pages (removed at once: it lives while
+// attached). Null when the host has none to give.
+void* alloc_huge(size_t len) {
+    const int id = shmget(IPC_PRIVATE, len, SHM_HUGETLB | IPC_CREAT | SHM_R | SHM_W);
+    if (id < 0)
+        return nullptr;
+    void* p = shmat(id, nullptr, 0);
+    shmctl(id, IPC_RMID, nullptr);
+    return p == reinterpret_cast<void*>(-1) ? nullptr : p;
+}
+
+// Contiguous pages from the device file, the largest block that covers
+// `len` first, then smaller ones; null with errno set when none.
+void* alloc_contig(int cmd_fd, size_t len, size_t page) {
+    int order = 0;
+    while ((page << order) < len)
+        ++order;
+    errno = ENOSYS;
+    for (; order >= 0 && cmd_fd >= 0; --order) {
+        const off_t index = off_t(MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES) << 8 | order;
+        void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, cmd_fd, index * static_cast<off_t>(page));
+        if (p != MAP_FAILED)
+            return p;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext, const char* component, int cmd_fd) {
     reset();
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t len = (size + page - 1) / page * page;
+    size_t len = (size + page - 1) / page * page;
     void* p = nullptr;
+    Kind kind = Kind::Heap;
     if (ext) {
         // The application's memory, page-rounded as ours would be.
         p = ext->alloc(len, ext->data);
         if (!p)
             return ENOMEM;
-    } else if (posix_memalign(&p, page, len)) {
-        return ENOMEM;
+        kind = Kind::Ext;
+    } else {
+        const AllocType type = alloc_type(component);
+        if (type == AllocType::Huge || type == AllocType::PreferHuge || type == AllocType::All) {
+            const size_t huge_len = (len + kHugePage - 1) / kHugePage * kHugePage;
+            p = alloc_huge(huge_len);
+            if (p) {
+                len = huge_len;
+                kind = Kind::HugeShm;
+            }
+        }
+        if (!p && (type == AllocType::Contig || type == AllocType::PreferContig || type == AllocType::All)) {
+            p = alloc_contig(cmd_fd, len, page);
+            if (p)
+                kind = Kind::DeviceMap;
+            else if (type == AllocType::Contig)
+                return errno;
+        }
+        if (!p && type == AllocType::Huge)
+            return ENOMEM;
+        if (!p && posix_memalign(&p, page, len))
+            return ENOMEM;
     }
     std::memset(p, 0, len);
-    if (ibv_dontfork_range(p, len)) {
-        if (ext)
-            ext->free(p, ext->data);
-        else
-            free(p);
-        return ENOMEM;
-    }
     addr_ = static_cast<uint8_t*>(p);
     size_ = len;
+    kind_ = kind;
     if (ext)
         ext_ = *ext;
+    if (ibv_dontfork_range(p, len)) {
+        addr_ = nullptr;  // reset() would undo a dontfork that never was
+        release(p);
+        return ENOMEM;
+    }
     return 0;
+}
+
+void DmaBuf::release(void* p) {
+    switch (kind_) {
+    case Kind::Ext: ext_.free(p, ext_.data); break;
+    case Kind::HugeShm: shmdt(p); break;
+    case Kind::DeviceMap: munmap(p, size_); break;
+    case Kind::Heap: free(p); break;
+    }
+    size_ = 0;
+    kind_ = Kind::Heap;
+    ext_ = {};
 }
 
 void DmaBuf::reset() {
     if (!addr_)
         return;
     ibv_dofork_range(addr_, size_);
-    if (ext_.free)
-        ext_.free(addr_, ext_.data);
-    else
-        free(addr_);
+    uint8_t* p = addr_;
     addr_ = nullptr;
-    size_ = 0;
-    ext_ = {};
+    release(p);
 }
 
 void* Mlx5Context::cq_doorbell() const {

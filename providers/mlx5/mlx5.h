@@ -239,22 +239,35 @@ struct Mlx5Pd {
 // Memory the device reads or writes: page aligned, zeroed, kept out of
 // forked children (as every DMA buffer of libibverbs' providers).
 // With the application's allocators (mlx5dv_set_context_attr) the memory
-// comes from them instead, and goes back to them.
+// comes from them instead, and goes back to them. A queue's ring names its
+// kind (`component`: MLX_QP, MLX_CQ, MLX_SRQ) so that the reference's
+// <component>_ALLOC_TYPE knob chooses where it lives: ANON (the default),
+// HUGE (a huge page or failure), PREFER_HUGE, CONTIG, PREFER_CONTIG, ALL.
+// Contiguous pages are asked of the device file (the mmap command
+// MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES, largest block first) as the reference
+// asks; mlx5_ib refuses that command (ENOSYS), so CONTIG fails with the
+// kernel's errno and the PREFER/ALL kinds fall back past it.
 class DmaBuf {
 public:
     DmaBuf() = default;
     DmaBuf(const DmaBuf&) = delete;
     DmaBuf& operator=(const DmaBuf&) = delete;
     ~DmaBuf() { reset(); }
-    // 0 or a positive errno. `ext`: the context's allocators, or null.
-    int alloc(size_t size, const mlx5dv_ctx_allocators* ext = nullptr);
+    // 0 or a positive errno. `ext`: the context's allocators, or null;
+    // `component`: the knob's prefix, or null for memory it does not cover;
+    // `cmd_fd`: the device file contiguous pages are mapped from.
+    int alloc(size_t size, const mlx5dv_ctx_allocators* ext = nullptr, const char* component = nullptr,
+              int cmd_fd = -1);
     void reset();
     uint8_t* get() const { return addr_; }
     size_t size() const { return size_; }
 
 private:
+    enum class Kind : uint8_t { Heap, Ext, HugeShm, DeviceMap };
+    void release(void* p);  // gives the memory back to where it came from
     uint8_t* addr_ = nullptr;
     size_t size_ = 0;
+    Kind kind_ = Kind::Heap;
     mlx5dv_ctx_allocators ext_{};  // set when the memory is the application's
 };
 
@@ -294,6 +307,11 @@ struct Mlx5Wq {
     uint32_t wqe_shift = 0;
     uint32_t max_post = 0;
     uint32_t max_gs = 0;
+    // What one posted WR may carry: max_gs once the queue is open (the SQ
+    // from the move to RTS, the RQ from the move to INIT), -1 before that
+    // and again from a move to RESET, so that every post is refused (the
+    // reference's errnos: ENOMEM for a send, EINVAL for a receive).
+    int32_t post_gs = -1;
     uint32_t head = 0;  // WRs posted
     uint32_t tail = 0;  // WRs completed
     uint32_t cur_post = 0;  // SQ: WQEBBs posted

@@ -286,7 +286,7 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
             q.sq.lock.disable();
             q.rq.lock.disable();
         }
-        if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes, allocators()))
+        if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes, allocators(), "MLX_QP", cmd_fd()))
             return e;
         if (int e = q.dbrec_buf.alloc(64, allocators()))
             return e;
@@ -442,10 +442,18 @@ int Mlx5Context::query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp
 int Mlx5Context::modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
     if (int e = cmd_modify_qp(ibqp, attr, attr_mask))
         return e;
-    if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+    if (!(attr_mask & IBV_QP_STATE))
+        return 0;
+    Mlx5Qp* qp = to_mqp(ibqp);
+    if (attr->qp_state == IBV_QPS_INIT)
+        qp->rq.post_gs = static_cast<int32_t>(qp->rq.max_gs);
+    else if (attr->qp_state == IBV_QPS_RTS)
+        qp->sq.post_gs = static_cast<int32_t>(qp->sq.max_gs);
+    if (attr->qp_state == IBV_QPS_RESET) {
         // The device forgot the queues: so do we, and the CQEs still
-        // waiting for this QP go too.
-        Mlx5Qp* qp = to_mqp(ibqp);
+        // waiting for this QP go too; nothing can be posted until the
+        // queues are opened again.
+        qp->sq.post_gs = qp->rq.post_gs = -1;
         Mlx5Srq* srq = ibqp->srq ? to_msrq(ibqp->srq) : nullptr;
         clean_cq(ibqp->recv_cq ? to_mcq(ibqp->recv_cq) : nullptr, qp->uidx, srq);
         if (ibqp->send_cq != ibqp->recv_cq)
@@ -613,7 +621,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             err = ENOMEM;
             break;
         }
-        if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > sq.max_gs) [[unlikely]] {
+        if (wr->num_sge < 0 || wr->num_sge > sq.post_gs) [[unlikely]] {
             err = ENOMEM;
             break;
         }
@@ -685,7 +693,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
             err = ENOMEM;
             break;
         }
-        if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > rq.max_gs) [[unlikely]] {
+        if (wr->num_sge < 0 || wr->num_sge > rq.post_gs) [[unlikely]] {
             err = EINVAL;
             break;
         }
@@ -866,6 +874,10 @@ void wr_start(ibv_qp_ex* qpx) {
     qp->sq.lock.lock();
     qp->wr = WrBatch{};
     qp->wr.start_post = qp->sq.cur_post;
+    // A send queue not open yet (or reset) takes no batch, not even an
+    // empty one.
+    if (qp->sq.post_gs < 0) [[unlikely]]
+        qp->wr.err = EINVAL;
 }
 
 // A batch with an error posts nothing: the WQEs written stay invisible to

@@ -60,7 +60,7 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
             return ENOMEM;
         if (env_.single_threaded)
             s.lock.disable();
-        if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift, allocators()))
+        if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift, allocators(), "MLX_SRQ", cmd_fd()))
             return e;
         if (int e = s.dbrec_buf.alloc(64, allocators()))
             return e;

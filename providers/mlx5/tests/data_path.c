@@ -578,6 +578,91 @@ out:
         ibv_destroy_qp(b);
 }
 
+/* What each way of posting answers in each state a UD QP passes through:
+ * an empty ibv_wr_* batch, a batch of one send (SGE, inline), an
+ * ibv_post_send without SGEs, an ibv_post_recv without SGEs. The queues
+ * open on the moves to INIT (receive) and RTS (send) and close on the move
+ * to RESET; a QP that went to ERR before RTS never opened its send queue.
+ * Its own CQ keeps the sends that do go out away from the others. */
+static void state_posts_line(struct env* e, struct ibv_qp* qp, struct ibv_ah* ah, const char* state) {
+    struct ibv_qp_ex* q = ibv_qp_to_qp_ex(qp);
+    struct ibv_sge s = {(uintptr_t)e->buf, 8, e->mr->lkey};
+    int r[6];
+    ibv_wr_start(q);
+    r[0] = ibv_wr_complete(q);
+    ibv_wr_start(q);
+    ibv_wr_send(q);
+    ibv_wr_set_ud_addr(q, ah, qp->qp_num, 0x11111111);
+    ibv_wr_set_sge(q, e->mr->lkey, (uintptr_t)e->buf, 8);
+    r[1] = ibv_wr_complete(q);
+    ibv_wr_start(q);
+    ibv_wr_send(q);
+    ibv_wr_set_ud_addr(q, ah, qp->qp_num, 0x11111111);
+    ibv_wr_set_inline_data(q, e->buf, 8);
+    r[2] = ibv_wr_complete(q);
+    struct ibv_send_wr w = {.wr_id = 1, .sg_list = &s, .num_sge = 0, .opcode = IBV_WR_SEND}, *bad;
+    w.wr.ud.ah = ah;
+    w.wr.ud.remote_qpn = qp->qp_num;
+    w.wr.ud.remote_qkey = 0x11111111;
+    r[3] = ibv_post_send(qp, &w, &bad);
+    w.num_sge = 1;
+    r[4] = ibv_post_send(qp, &w, &bad);
+    struct ibv_recv_wr rw = {.wr_id = 2, .sg_list = &s, .num_sge = 0}, *rbad;
+    r[5] = ibv_post_recv(qp, &rw, &rbad);
+    printf("  %-14s wr empty %s, wr sge %s, wr inline %s, post 0 sge %s, post 1 sge %s, recv %s\n", state,
+           err_name(r[0]), err_name(r[1]), err_name(r[2]), err_name(r[3]), err_name(r[4]), err_name(r[5]));
+}
+
+static void state_posts(struct env* e) {
+    printf("posting by QP state\n");
+    struct ibv_cq* cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
+    struct ibv_ah_attr aa = {.dlid = e->lid, .port_num = 1};
+    if (e->eth) {
+        aa.is_global = 1;
+        aa.grh.dgid = e->gid;
+        aa.grh.hop_limit = 1;
+    }
+    struct ibv_ah* ah = ibv_create_ah(e->pd, &aa);
+    struct ibv_qp_init_attr_ex x = {
+        .send_cq = cq,
+        .recv_cq = cq,
+        .qp_type = IBV_QPT_UD,
+        .cap = {.max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 16},
+        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        .pd = e->pd,
+        .send_ops_flags = IBV_QP_EX_WITH_SEND};
+    struct ibv_qp* qp = cq && ah ? ibv_create_qp_ex(e->ctx, &x) : NULL;
+    if (!qp) {
+        printf("  set-up failed\n");
+        goto out;
+    }
+    static const struct {
+        enum ibv_qp_state to;
+        const char* name;
+    } walk[] = {{IBV_QPS_RESET, "new (RESET)"}, {IBV_QPS_INIT, "INIT"},  {IBV_QPS_RTR, "RTR"},
+                {IBV_QPS_RTS, "RTS"},           {IBV_QPS_SQD, "SQD"},    {IBV_QPS_ERR, "ERR"},
+                {IBV_QPS_RESET, "RESET"},       {IBV_QPS_INIT, "INIT"},  {IBV_QPS_ERR, "ERR from INIT"},
+                {IBV_QPS_RESET, "RESET"},       {IBV_QPS_INIT, "INIT"},  {IBV_QPS_RTR, "RTR"},
+                {IBV_QPS_ERR, "ERR from RTR"},  {IBV_QPS_RESET, "RESET"}};
+    for (size_t i = 0; i < sizeof(walk) / sizeof(walk[0]); i++) {
+        if (i) {
+            int r = to_state(qp, walk[i].to, e, 0);
+            if (r) {
+                printf("  to %s: %s\n", walk[i].name, err_name(r));
+                break;
+            }
+        }
+        state_posts_line(e, qp, ah, walk[i].name);
+    }
+out:
+    if (qp)
+        ibv_destroy_qp(qp);
+    if (ah)
+        ibv_destroy_ah(ah);
+    if (cq)
+        ibv_destroy_cq(cq);
+}
+
 /* The ibv_wr_* interface: a batch of three, an aborted one, a batch whose
  * inline data is too long. */
 static void wr_api(struct env* e) {
@@ -735,6 +820,7 @@ int main(void) {
     srq_traffic(&e);
     error_traffic(&e);
     wr_api(&e);
+    state_posts(&e);
 
     /* The same traffic once more, its completions read through an
      * extended CQ that asks for every field and the timestamp. */
