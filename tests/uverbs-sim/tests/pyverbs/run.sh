@@ -1,12 +1,14 @@
 #!/bin/bash
-# run.sh RUN WORK: rdma-core's own Python test suite (the v44 suite Debian
-# ships with python3-pyverbs) on the emulated ConnectX, with Debian's
-# pyverbs, libibverbs and libmlx5. A test may pass or skip (the device
-# reports the feature absent); the ones listed in known-errors.txt fail for
-# the reason written there. Anything else failing, or a listed test no
-# longer failing (the list must stay true), fails this test.
+# run.sh RUN WORK [LIBDIR]: rdma-core's own Python test suite (the v44
+# suite Debian ships with python3-pyverbs) on the emulated ConnectX, with
+# Debian's pyverbs over Debian's libibverbs and libmlx5, or, given LIBDIR,
+# over ours (LD_LIBRARY_PATH=LIBDIR). A test may pass or skip (the stack
+# reports the feature absent); the ones listed in known-errors.txt
+# (known-errors-ours.txt for our stack) fail for the reason written there.
+# Anything else failing, or a listed test no longer failing (the list must
+# stay true), fails this test.
 set -u
-run=$1 work=$2
+run=$1 work=$2 libdir=${3:-}
 suite=/usr/share/doc/rdma-core/tests
 py=/usr/bin/python3
 [ -f "$suite/run_tests.py" ] || { echo "SKIP: the pyverbs test suite (python3-pyverbs) is not installed"; exit 77; }
@@ -17,6 +19,13 @@ mkdir -p "$work"
 cp -r "$suite" "$work/tests"
 gunzip -f "$work"/tests/*.gz
 cd "$work" || exit 1
+known_file=$here/known-errors.txt
+if [ -n "$libdir" ]; then
+	export LD_LIBRARY_PATH=$libdir
+	known_file=$here/known-errors-ours.txt
+else
+	unset LD_LIBRARY_PATH
+fi
 timeout 600 "$run" --dir "$work/host" "$py" tests/run_tests.py -v >"$work/out.txt" 2>&1
 rc=$?
 summary=$(grep -E '^(OK|FAILED)' "$work/out.txt" | tail -1)
@@ -26,7 +35,7 @@ ok=$(grep -cE '\.\.\. ok$' "$work/out.txt")
 skipped=$(grep -cE '\.\.\. skipped' "$work/out.txt")
 echo "$ran: $ok passed, $skipped skipped; $summary"
 grep -E '^(ERROR|FAIL): ' "$work/out.txt" | sed -E 's/^(ERROR|FAIL): [^ ]+ \(([^)]+)\).*/\2/' | sort -u >"$work/failed.txt"
-grep -vE '^\s*(#|$)' "$here/known-errors.txt" | awk '{print $1}' | sort -u >"$work/known.txt"
+grep -vE '^\s*(#|$)' "$known_file" | awk '{print $1}' | sort -u >"$work/known.txt"
 fail=0
 while read -r t; do
 	echo "NEW FAILURE: $t"
@@ -36,8 +45,8 @@ while read -r t; do
 	fail=1
 done < <(comm -23 "$work/failed.txt" "$work/known.txt")
 while read -r t; do
-	echo "NOW PASSES (remove it from known-errors.txt): $t"
+	echo "NOW PASSES (remove it from $(basename "$known_file")): $t"
 	fail=1
 done < <(comm -13 "$work/failed.txt" "$work/known.txt")
-[ $fail = 0 ] && echo "known errors: $(wc -l <"$work/known.txt") (known-errors.txt), no other"
+[ $fail = 0 ] && echo "known errors: $(wc -l <"$work/known.txt") ($(basename "$known_file")), no other"
 exit $fail
