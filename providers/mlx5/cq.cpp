@@ -259,6 +259,7 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         cq.ncqe = ncqe;
         cq.cqe_size = static_cast<uint32_t>(cqe_size);
         cq.wc_flags = wc_flags;
+        cq.wallclock = (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0;
         if (single_threaded || env_.single_threaded)
             cq.lock.disable();
         if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size, allocators(), "MLX_CQ", cmd_fd()))
@@ -309,7 +310,10 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
         errno = EINVAL;
         return nullptr;
     }
-    if (attr->wc_flags & ~kSupportedWcFlags) {
+    // Wall-clock time is the device clock converted through the kernel's
+    // clock-info page (the device has no real-time clock mode here).
+    const uint64_t wallclock = attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+    if ((attr->wc_flags & ~(kSupportedWcFlags | wallclock)) || (wallclock && !has_clock_info())) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -501,6 +505,8 @@ int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr* attr) noexcept {
     if (attr->comp_mask)
         return EINVAL;
     cq->lock.lock();
+    if (cq->wallclock) [[unlikely]]
+        to_mctx(current->context)->clock_info(&cq->ex_clock);  // EBUSY keeps the last conversion
     const uint32_t before = cq->cons_index;
     if (int e = load_next(cq)) {
         if (cq->cons_index != before)
@@ -561,6 +567,9 @@ uint32_t read_slid(ibv_cq_ex* c) noexcept { return be16toh(cur(c).slid); }
 uint8_t read_sl(ibv_cq_ex* c) noexcept { return (be32toh(cur(c).flags_rqpn) >> 24) & 0xf; }
 uint8_t read_dlid_path_bits(ibv_cq_ex* c) noexcept { return cur(c).ml_path & 0x7f; }
 uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return be64toh(cur(c).timestamp); }
+uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) noexcept {
+    return mlx5dv_ts_to_ns(&to_mcq(c)->ex_clock, be64toh(cur(c).timestamp));
+}
 
 }  // namespace
 
@@ -580,6 +589,7 @@ void install_cq_ex_ops(Mlx5Cq& cq, bool) {
     c.read_sl = read_sl;
     c.read_dlid_path_bits = read_dlid_path_bits;
     c.read_completion_ts = read_completion_ts;
+    c.read_completion_wallclock_ns = read_completion_wallclock_ns;
 }
 
 }  // namespace rdma::mlx5

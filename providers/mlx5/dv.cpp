@@ -244,6 +244,43 @@ int Mlx5Context::clock_info(mlx5dv_clock_info* out) const {
     return 0;
 }
 
+int Mlx5Context::read_core_clock(uint64_t& cycles) const {
+    if (!core_clock_)
+        return EOPNOTSUPP;
+    // Two big-endian words, high first; the high word read again tells
+    // whether the low one wrapped in between.
+    uint32_t hi, lo;
+    do {
+        hi = be32toh(core_clock_[0]);
+        lo = be32toh(core_clock_[1]);
+        std::atomic_thread_fence(std::memory_order_acquire);
+    } while (hi != be32toh(core_clock_[0]));
+    cycles = uint64_t(hi) << 32 | lo;
+    return 0;
+}
+
+// verbs_context's query_rt_values slot (ibv_query_rt_values_ex): the raw
+// device clock is all this device reports.
+int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept {
+    return rdma::entry_errno([&] {
+        if (values->comp_mask & ~uint32_t(IBV_VALUES_MASK_RAW_CLOCK))
+            return EINVAL;
+        uint32_t got = 0;
+        int err = 0;
+        if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+            uint64_t cycles = 0;
+            err = to_mctx(ctx)->read_core_clock(cycles);
+            if (!err) {
+                values->raw_clock.tv_sec = 0;
+                values->raw_clock.tv_nsec = static_cast<long>(cycles);
+                got |= IBV_VALUES_MASK_RAW_CLOCK;
+            }
+        }
+        values->comp_mask = got;
+        return err;
+    });
+}
+
 }  // namespace rdma::mlx5
 
 using rdma::mlx5::fail_null;

@@ -394,6 +394,7 @@ int Mlx5Context::get_context(bool devx_only) {
         map_core_clock(page_size_, resp.hca_core_clock_offset);
     if (caps_.clock_info_versions & (1u << MLX5_IB_CLOCK_INFO_V1))
         map_clock_info(page_size_);
+    vctx()->query_rt_values = query_rt_values;
     return 0;
 }
 

@@ -152,6 +152,10 @@ public:
     ibv_qp* dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_init_attr* dv);
     int set_allocators(const mlx5dv_ctx_allocators& a);
     int clock_info(mlx5dv_clock_info* out) const;
+    bool has_clock_info() const { return clock_info_ != nullptr; }
+    // The free-running device clock now (ibv_query_rt_values_ex): 0, or
+    // EOPNOTSUPP when the kernel mapped no core clock page.
+    int read_core_clock(uint64_t& cycles) const;
     // The application's allocators if both are set, else null.
     const mlx5dv_ctx_allocators* allocators() const {
         return ext_alloc_.alloc && ext_alloc_.free ? &ext_alloc_ : nullptr;
@@ -293,6 +297,10 @@ struct Mlx5Cq {
     // its send WQE recorded.
     const mlx5_cqe64* ex_cqe;
     uint8_t ex_sq_opcode;
+    // Wall-clock timestamps asked for: the clock-info conversion, read
+    // afresh at each start_poll.
+    bool wallclock;
+    mlx5dv_clock_info ex_clock;
     ~Mlx5Cq();
 };
 
@@ -410,6 +418,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 void install_cq_ex_ops(Mlx5Cq& cq, bool single_threaded);
+int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 void install_qp_ex_ops(ibv_qp_ex& qp);
 
 // Removes the CQEs of the QP with user index `uidx` from cq (a QP reset or

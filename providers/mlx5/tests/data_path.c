@@ -255,8 +255,19 @@ static int poll_ex(struct env* e, struct seen* out, int room) {
             if (wc->opcode == IBV_WC_SEND || wc->opcode == IBV_WC_RDMA_WRITE)
                 wc->byte_len = 0x5a5a5a5a;
         }
-        if (!ibv_wc_read_completion_ts(e->cqx))
-            printf("    wr_id %llu: no completion timestamp\n", (unsigned long long)wc->wr_id);
+        /* A completion that succeeded carries its time: the device clock,
+         * and as wall-clock time the device clock converted (the
+         * emulator's counts CLOCK_MONOTONIC), which must land near now. */
+        if (wc->status == IBV_WC_SUCCESS) {
+            if (!ibv_wc_read_completion_ts(e->cqx))
+                printf("    wr_id %llu: no completion timestamp\n", (unsigned long long)wc->wr_id);
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            const int64_t d =
+                ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec) - (int64_t)ibv_wc_read_completion_wallclock_ns(e->cqx);
+            if (d < -2000000000LL || d > 2000000000LL)
+                printf("    wr_id %llu: wall-clock time not within 2 s of now\n", (unsigned long long)wc->wr_id);
+        }
         n++;
     } while (n < room && (r = ibv_next_poll(e->cqx)) == 0);
     ibv_end_poll(e->cqx);
@@ -774,6 +785,7 @@ int main(void) {
         cq_case(&e, cqes[i]);
     cq_ex_case(&e, "standard", IBV_WC_STANDARD_FLAGS, 0, 0);
     cq_ex_case(&e, "timestamp", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, 0);
+    cq_ex_case(&e, "wall-clock timestamp", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, 0, 0);
     cq_ex_case(&e, "single threaded", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS,
                IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
     cq_ex_case(&e, "unknown flag", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS, 1 << 5);
@@ -823,9 +835,10 @@ int main(void) {
     state_posts(&e);
 
     /* The same traffic once more, its completions read through an
-     * extended CQ that asks for every field and the timestamp. */
+     * extended CQ that asks for every field and both timestamps. */
     struct ibv_cq_init_attr_ex xa = {.cqe = 64,
-                                     .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP};
+                                     .wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+                                         IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK};
     e.cqx = ibv_create_cq_ex(e.ctx, &xa);
     printf("extended CQ: %s\n", err_name(e.cqx ? 0 : errno));
     if (e.cqx) {

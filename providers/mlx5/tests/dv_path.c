@@ -236,6 +236,24 @@ static void clock_info(struct ibv_context* ctx) {
     int64_t d = now - dev;
     printf("  core clock converted: within a second of CLOCK_MONOTONIC %s\n",
            d > -1000000000 && d < 1000000000 ? "yes" : "no");
+
+    /* ibv_query_rt_values_ex reads the same clock. */
+    struct ibv_values_ex v = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK};
+    r = ibv_query_rt_values_ex(ctx, &v);
+    printf("query_rt_values_ex raw clock: %s comp_mask 0x%x\n", err_name(r), v.comp_mask);
+    if (!r && (v.comp_mask & IBV_VALUES_MASK_RAW_CLOCK)) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        d = now - (int64_t)mlx5dv_ts_to_ns(&ci, (uint64_t)v.raw_clock.tv_nsec);
+        printf("  tv_sec %lld, converted within a second of CLOCK_MONOTONIC %s\n", (long long)v.raw_clock.tv_sec,
+               d > -1000000000 && d < 1000000000 ? "yes" : "no");
+    }
+    struct ibv_values_ex none = {.comp_mask = 0};
+    r = ibv_query_rt_values_ex(ctx, &none);
+    printf("query_rt_values_ex nothing asked: %s comp_mask 0x%x\n", err_name(r), none.comp_mask);
+    struct ibv_values_ex unknown = {.comp_mask = IBV_VALUES_MASK_RAW_CLOCK | (1u << 7)};
+    r = ibv_query_rt_values_ex(ctx, &unknown);
+    printf("query_rt_values_ex unknown part: %s\n", err_name(r));
 }
 
 /* ------------------------------------------------------------- objects */
