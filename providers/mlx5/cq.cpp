@@ -249,7 +249,7 @@ int cq_size_error(int cqe, int cqe_size) {
 }  // namespace
 
 Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags,
-                            bool single_threaded, int cqe_size, uint32_t drv_flags) {
+                            bool single_threaded, int cqe_size, uint32_t drv_flags, Mlx5Pd* parent) {
     if (int e = cq_size_error(cqe, cqe_size)) {
         errno = e;
         return nullptr;
@@ -262,9 +262,10 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         cq.wallclock = (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0;
         if (single_threaded || env_.single_threaded)
             cq.lock.disable();
-        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size, allocators(), "MLX_CQ", cmd_fd()))
+        if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size,
+                                 ring_source("MLX_CQ", MLX5DV_RES_TYPE_CQ, parent)))
             return e;
-        if (int e = cq.dbrec_buf.alloc(64, allocators()))
+        if (int e = cq.dbrec_buf.alloc(64, dbrec_source(parent)))
             return e;
         cq.dbrec = reinterpret_cast<volatile __be32*>(cq.dbrec_buf.get());
         // Every entry starts invalid and owned by the device's first pass.
@@ -323,9 +324,8 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
         errno = EINVAL;
         return nullptr;
     }
-    // A parent domain (thread domain allocator) is not offered yet, and a
-    // CQ that may overrun needs the extended command: both are refused.
-    if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) || (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) {
+    // A CQ that may overrun needs the extended command: refused.
+    if (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
@@ -364,16 +364,33 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
             }
         }
     }
+    // A CQ of a parent domain (IBV_CQ_INIT_ATTR_MASK_PD) takes its memory
+    // from the domain's allocators; a plain PD is no parent domain.
+    Mlx5Pd* parent = nullptr;
+    if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+        parent = parent_of(attr->parent_domain);
+        if (!parent) {
+            errno = EINVAL;
+            return nullptr;
+        }
+    }
     Mlx5Cq* cq = new_cq(static_cast<int>(attr->cqe), attr->channel, static_cast<int>(attr->comp_vector), attr->wc_flags,
-                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED, cqe_size, drv_flags);
+                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED, cqe_size, drv_flags, parent);
     if (!cq)
         return nullptr;
+    cq->parent = parent;
+    hold(parent);
     cq->vcq.cq_ex.cq_context = attr->cq_context;
     return &cq->vcq.cq_ex;
 }
 
 int Mlx5Context::destroy_cq(ibv_cq* ibcq) {
-    return destroy_object(to_mcq(ibcq), [&](Mlx5Cq& cq) { return cmd_destroy_cq(cq.vcq.cq()); });
+    return destroy_object(to_mcq(ibcq), [&](Mlx5Cq& cq) {
+        int e = cmd_destroy_cq(cq.vcq.cq());
+        if (!e)
+            let_go(cq.parent);
+        return e;
+    });
 }
 
 void Mlx5Context::cq_event(ibv_cq* cq) { ++to_mcq(cq)->arm_sn; }

@@ -281,6 +281,11 @@ int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept {
     });
 }
 
+// verbs_context's alloc_parent_domain slot (ibv_alloc_parent_domain).
+ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept {
+    return rdma::entry_null([&] { return to_mctx(ctx)->alloc_parent_domain(attr); });
+}
+
 }  // namespace rdma::mlx5
 
 using rdma::mlx5::fail_null;

@@ -221,20 +221,38 @@ void* alloc_contig(int cmd_fd, size_t len, size_t page) {
 
 }  // namespace
 
-int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext, const char* component, int cmd_fd) {
+int DmaBuf::alloc(size_t size, const BufSource& from) {
     reset();
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_t len = (size + page - 1) / page * page;
     void* p = nullptr;
     Kind kind = Kind::Heap;
-    if (ext) {
+    if (from.parent && from.parent->alloc) {
+        // The parent domain's allocator, asked for page multiples on page
+        // boundaries; it may hand the choice back to us.
+        ibv_pd* pd = const_cast<ibv_pd*>(&from.parent->pd);
+        p = from.parent->alloc(pd, from.parent->pd_context, len, page, from.res_type);
+        if (p == IBV_ALLOCATOR_USE_DEFAULT) {
+            p = nullptr;
+        } else if (!p) {
+            return ENOMEM;
+        } else {
+            kind = Kind::Parent;
+            parent_pd_ = pd;
+            parent_ctx_ = from.parent->pd_context;
+            parent_free_ = from.parent->free;
+            res_type_ = from.res_type;
+        }
+    }
+    if (!p && from.ext) {
         // The application's memory, page-rounded as ours would be.
-        p = ext->alloc(len, ext->data);
+        p = from.ext->alloc(len, from.ext->data);
         if (!p)
             return ENOMEM;
         kind = Kind::Ext;
-    } else {
-        const AllocType type = alloc_type(component);
+        ext_ = *from.ext;
+    } else if (!p) {
+        const AllocType type = alloc_type(from.component);
         if (type == AllocType::Huge || type == AllocType::PreferHuge || type == AllocType::All) {
             const size_t huge_len = (len + kHugePage - 1) / kHugePage * kHugePage;
             p = alloc_huge(huge_len);
@@ -244,7 +262,7 @@ int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext, const char* com
             }
         }
         if (!p && (type == AllocType::Contig || type == AllocType::PreferContig || type == AllocType::All)) {
-            p = alloc_contig(cmd_fd, len, page);
+            p = alloc_contig(from.cmd_fd, len, page);
             if (p)
                 kind = Kind::DeviceMap;
             else if (type == AllocType::Contig)
@@ -259,8 +277,6 @@ int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext, const char* com
     addr_ = static_cast<uint8_t*>(p);
     size_ = len;
     kind_ = kind;
-    if (ext)
-        ext_ = *ext;
     if (ibv_dontfork_range(p, len)) {
         addr_ = nullptr;  // reset() would undo a dontfork that never was
         release(p);
@@ -272,6 +288,10 @@ int DmaBuf::alloc(size_t size, const mlx5dv_ctx_allocators* ext, const char* com
 void DmaBuf::release(void* p) {
     switch (kind_) {
     case Kind::Ext: ext_.free(p, ext_.data); break;
+    case Kind::Parent:
+        if (parent_free_)
+            parent_free_(parent_pd_, parent_ctx_, p, res_type_);
+        break;
     case Kind::HugeShm: shmdt(p); break;
     case Kind::DeviceMap: munmap(p, size_); break;
     case Kind::Heap: free(p); break;
@@ -279,6 +299,7 @@ void DmaBuf::release(void* p) {
     size_ = 0;
     kind_ = Kind::Heap;
     ext_ = {};
+    parent_free_ = nullptr;
 }
 
 void DmaBuf::reset() {
@@ -395,6 +416,7 @@ int Mlx5Context::get_context(bool devx_only) {
     if (caps_.clock_info_versions & (1u << MLX5_IB_CLOCK_INFO_V1))
         map_clock_info(page_size_);
     vctx()->query_rt_values = query_rt_values;
+    vctx()->alloc_parent_domain = alloc_parent_domain_entry;
     return 0;
 }
 
@@ -569,9 +591,51 @@ ibv_pd* Mlx5Context::alloc_pd() {
     return pd ? &pd->pd : nullptr;
 }
 
-// EBUSY while objects still use it: the PD stays valid.
+// EBUSY while objects still use it: the PD stays valid. A parent domain
+// is ours alone: freeing it lets its protection domain go.
 int Mlx5Context::dealloc_pd(ibv_pd* pd) {
-    return destroy_object(reinterpret_cast<Mlx5Pd*>(pd), [&](Mlx5Pd& p) { return cmd_dealloc_pd(&p.pd); });
+    return destroy_object(reinterpret_cast<Mlx5Pd*>(pd), [&](Mlx5Pd& p) {
+        if (p.users.load(std::memory_order_relaxed))
+            return EBUSY;
+        if (p.protection) {
+            let_go(p.protection);
+            return 0;
+        }
+        return cmd_dealloc_pd(&p.pd);
+    });
+}
+
+// A parent domain over `attr->pd` (ours, not itself a parent domain), with
+// the application's allocators and their context when the mask says so (as
+// the reference, an allocator without a free function is taken: its
+// memory is then never given back).
+// Thread domains are not offered by this provider (ibv_alloc_td answers
+// EOPNOTSUPP), so a domain naming one is refused.
+ibv_pd* Mlx5Context::alloc_parent_domain(ibv_parent_domain_init_attr* attr) {
+    constexpr uint32_t kKnown = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    const bool with_alloc = attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+    if (!attr->pd || attr->pd->context != ibv() || parent_of(attr->pd) || attr->td || (attr->comp_mask & ~kKnown)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    Mlx5Pd* protection = reinterpret_cast<Mlx5Pd*>(attr->pd);
+    Mlx5Pd* parent = create_object<Mlx5Pd>([&](Mlx5Pd& p) {
+        p.pd.context = ibv();
+        p.pd.handle = protection->pd.handle;
+        p.pdn = protection->pdn;
+        p.protection = protection;
+        if (with_alloc) {
+            p.alloc = attr->alloc;
+            p.free = attr->free;
+        }
+        if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+            p.pd_context = attr->pd_context;
+        return 0;
+    });
+    if (!parent)
+        return nullptr;
+    hold(protection);
+    return &parent->pd;
 }
 
 // ---------------------------------------------------------------------- MR

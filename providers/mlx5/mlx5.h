@@ -107,6 +107,19 @@ struct Caps {
 struct Mlx5Qp;
 struct Mlx5Srq;
 
+struct Mlx5Pd;
+
+// Where a queue's memory comes from, first that applies: a parent domain's
+// allocators (for resource `res_type`; IBV_ALLOCATOR_USE_DEFAULT passes
+// on), the context's allocators, the `component`'s ALLOC_TYPE knob.
+struct BufSource {
+    const Mlx5Pd* parent = nullptr;
+    uint64_t res_type = 0;
+    const mlx5dv_ctx_allocators* ext = nullptr;
+    const char* component = nullptr;
+    int cmd_fd = -1;
+};
+
 class Mlx5Context final : public verbs::Context {
 public:
     Mlx5Context(verbs::Device& device, int cmd_fd);
@@ -160,6 +173,15 @@ public:
     const mlx5dv_ctx_allocators* allocators() const {
         return ext_alloc_.alloc && ext_alloc_.free ? &ext_alloc_ : nullptr;
     }
+    // Where a ring (knob `component`) or a doorbell record of a queue on
+    // `pd` (or created with it as parent domain) comes from.
+    BufSource ring_source(const char* component, uint64_t res_type, const Mlx5Pd* parent) const {
+        return BufSource{parent, res_type, allocators(), component, cmd_fd()};
+    }
+    BufSource dbrec_source(const Mlx5Pd* parent) const {
+        return BufSource{parent, MLX5DV_RES_TYPE_DBR, allocators(), nullptr, -1};
+    }
+    ibv_pd* alloc_parent_domain(ibv_parent_domain_init_attr* attr);
     // Whether the kernel granted DEVX (the open asked for it first).
     bool devx() const { return devx_; }
     // The UAR page CQ arm doorbells go to, and where that is kept (what
@@ -201,7 +223,7 @@ private:
     void probe_device();
     // cqe_size: 64 or 128 (else EINVAL); drv_flags: MLX5_IB_CREATE_CQ_FLAGS_*.
     struct Mlx5Cq* new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags, bool single_threaded,
-                          int cqe_size, uint32_t drv_flags);
+                          int cqe_size, uint32_t drv_flags, Mlx5Pd* parent = nullptr);
     // send_ops: the ibv_wr_* operations asked for, 0 for the default set;
     // drv_flags: MLX5_QP_FLAG_* for the kernel.
     Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
@@ -238,6 +260,17 @@ private:
 struct Mlx5Pd {
     ibv_pd pd;
     uint32_t pdn;
+    // A parent domain (ibv_alloc_parent_domain) stands for `protection`:
+    // its ibv_pd carries that PD's kernel handle (every command goes to the
+    // real PD) and pdn; the queues created on it take their memory from
+    // the application's allocators, when it gave them.
+    Mlx5Pd* protection = nullptr;
+    void* (*alloc)(ibv_pd*, void*, size_t, size_t, uint64_t) = nullptr;
+    void (*free)(ibv_pd*, void*, void*, uint64_t) = nullptr;
+    void* pd_context = nullptr;
+    // What stands on this PD and keeps it from being freed (EBUSY): parent
+    // domains on a PD; queues on a parent domain.
+    std::atomic<uint32_t> users{0};
 };
 
 // Memory the device reads or writes: page aligned, zeroed, kept out of
@@ -260,25 +293,30 @@ public:
     // 0 or a positive errno. `ext`: the context's allocators, or null;
     // `component`: the knob's prefix, or null for memory it does not cover;
     // `cmd_fd`: the device file contiguous pages are mapped from.
-    int alloc(size_t size, const mlx5dv_ctx_allocators* ext = nullptr, const char* component = nullptr,
-              int cmd_fd = -1);
+    int alloc(size_t size, const BufSource& from);
     void reset();
     uint8_t* get() const { return addr_; }
     size_t size() const { return size_; }
 
 private:
-    enum class Kind : uint8_t { Heap, Ext, HugeShm, DeviceMap };
+    enum class Kind : uint8_t { Heap, Ext, Parent, HugeShm, DeviceMap };
     void release(void* p);  // gives the memory back to where it came from
     uint8_t* addr_ = nullptr;
     size_t size_ = 0;
     Kind kind_ = Kind::Heap;
     mlx5dv_ctx_allocators ext_{};  // set when the memory is the application's
+    // Kind::Parent: whom to give it back to.
+    ibv_pd* parent_pd_ = nullptr;
+    void* parent_ctx_ = nullptr;
+    void (*parent_free_)(ibv_pd*, void*, void*, uint64_t) = nullptr;
+    uint64_t res_type_ = 0;
 };
 
 // A completion queue: ncqe entries of cqe_size bytes in a ring we own; the
 // device writes CQEs and flips their owner bit once per pass.
 struct Mlx5Cq {
     verbs::VerbsCq vcq;
+    Mlx5Pd* parent = nullptr;  // the parent domain it was created on, if any
     OptionalSpinLock lock;
     DmaBuf buf;
     DmaBuf dbrec_buf;
@@ -355,6 +393,7 @@ struct WrBatch {
 
 struct Mlx5Qp {
     verbs::VerbsQp vqp;
+    Mlx5Pd* parent = nullptr;  // the parent domain it was created on, if any
     Mlx5Wq sq;
     Mlx5Wq rq;
     DmaBuf buf;  // RQ, then SQ
@@ -380,6 +419,7 @@ struct Mlx5Qp {
 // device takes them in list order and names the one it used in the CQE.
 struct Mlx5Srq {
     verbs::VerbsSrq vsrq;
+    Mlx5Pd* parent = nullptr;  // the parent domain it was created on, if any
     OptionalSpinLock lock;
     DmaBuf buf;
     DmaBuf dbrec_buf;
@@ -408,6 +448,20 @@ inline Mlx5Cq* to_mcq(ibv_cq* cq) { return reinterpret_cast<Mlx5Cq*>(cq); }
 inline Mlx5Cq* to_mcq(ibv_cq_ex* cq) { return reinterpret_cast<Mlx5Cq*>(cq); }
 inline Mlx5Qp* to_mqp(ibv_qp* qp) { return reinterpret_cast<Mlx5Qp*>(qp); }
 inline Mlx5Srq* to_msrq(ibv_srq* srq) { return reinterpret_cast<Mlx5Srq*>(srq); }
+// The parent domain `pd` is, or null for a plain PD.
+inline Mlx5Pd* parent_of(ibv_pd* pd) {
+    Mlx5Pd* p = pd ? reinterpret_cast<Mlx5Pd*>(pd) : nullptr;
+    return p && p->protection ? p : nullptr;
+}
+// A queue created on `parent` holds it; its destruction lets go.
+inline void hold(Mlx5Pd* parent) {
+    if (parent)
+        parent->users.fetch_add(1, std::memory_order_relaxed);
+}
+inline void let_go(Mlx5Pd* parent) {
+    if (parent)
+        parent->users.fetch_sub(1, std::memory_order_relaxed);
+}
 inline Mlx5Ah* to_mah(ibv_ah* ah) { return reinterpret_cast<Mlx5Ah*>(ah); }
 
 // Data path, stored in ibv_context::ops. Those that only touch our rings
@@ -419,6 +473,7 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 void install_cq_ex_ops(Mlx5Cq& cq, bool single_threaded);
 int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
+ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
 void install_qp_ex_ops(ibv_qp_ex& qp);
 
 // Removes the CQEs of the QP with user index `uidx` from cq (a QP reset or

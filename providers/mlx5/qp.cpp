@@ -286,9 +286,10 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
             q.sq.lock.disable();
             q.rq.lock.disable();
         }
-        if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes, allocators(), "MLX_QP", cmd_fd()))
+        q.parent = parent_of(pd);
+        if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
             return e;
-        if (int e = q.dbrec_buf.alloc(64, allocators()))
+        if (int e = q.dbrec_buf.alloc(64, dbrec_source(q.parent)))
             return e;
         q.db = reinterpret_cast<volatile __be32*>(q.dbrec_buf.get());
         q.rq.start = q.buf.get();
@@ -329,6 +330,7 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
     });
     if (!qp)
         return nullptr;
+    hold(qp->parent);
     // What the application may post, as the queues were sized (the
     // kernel's echo of the request says less).
     attr->cap.max_send_wr = qp->sq.max_post;
@@ -475,6 +477,7 @@ int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
         if (ibqp->send_cq != ibqp->recv_cq)
             clean_cq(ibqp->send_cq ? to_mcq(ibqp->send_cq) : nullptr, qp.uidx, nullptr);
         clear_uidx(qp.uidx);
+        let_go(qp.parent);
         return 0;
     });
 }

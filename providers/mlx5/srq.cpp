@@ -60,9 +60,11 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
             return ENOMEM;
         if (env_.single_threaded)
             s.lock.disable();
-        if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift, allocators(), "MLX_SRQ", cmd_fd()))
+        s.parent = parent_of(pd);
+        if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift,
+                                ring_source("MLX_SRQ", MLX5DV_RES_TYPE_SRQ, s.parent)))
             return e;
-        if (int e = s.dbrec_buf.alloc(64, allocators()))
+        if (int e = s.dbrec_buf.alloc(64, dbrec_source(s.parent)))
             return e;
         s.db = reinterpret_cast<volatile __be32*>(s.dbrec_buf.get());
         for (uint32_t i = 0; i < slots; ++i)
@@ -82,6 +84,7 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     });
     if (!srq)
         return nullptr;
+    hold(srq->parent);
     attr->attr.max_wr = srq->tail;
     attr->attr.max_sge = srq->max_gs;
     return &srq->vsrq.srq;
@@ -94,7 +97,12 @@ int Mlx5Context::modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {
 int Mlx5Context::query_srq(ibv_srq* srq, ibv_srq_attr* attr) { return cmd_query_srq(srq, attr); }
 
 int Mlx5Context::destroy_srq(ibv_srq* ibsrq) {
-    return destroy_object(to_msrq(ibsrq), [&](Mlx5Srq& s) { return cmd_destroy_srq(&s.vsrq.srq); });
+    return destroy_object(to_msrq(ibsrq), [&](Mlx5Srq& s) {
+        int e = cmd_destroy_srq(&s.vsrq.srq);
+        if (!e)
+            let_go(s.parent);
+        return e;
+    });
 }
 
 void free_srq_wqe(Mlx5Srq& srq, uint32_t index) noexcept {

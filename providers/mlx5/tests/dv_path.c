@@ -205,6 +205,163 @@ static void allocators(struct ibv_device* dev) {
     printf("  after close: every allocation freed %s, foreign frees %d\n", allocs == frees ? "yes" : "no", bad_frees);
 }
 
+/* -------------------------------------------------------- parent domain */
+
+/* The parent domain's allocator: one counter per resource type (QP, DBR,
+ * SRQ, CQ and anything else), memory tracked like the context's
+ * allocators'. `pd_use_default` hands the choice back to the provider. */
+static int pd_allocs[5], pd_frees, pd_bad_frees, pd_bad_ctx, pd_use_default;
+
+static int res_index(uint64_t type) {
+    if (type == MLX5DV_RES_TYPE_QP)
+        return 0;
+    if (type == MLX5DV_RES_TYPE_DBR)
+        return 1;
+    if (type == MLX5DV_RES_TYPE_SRQ)
+        return 2;
+    if (type == MLX5DV_RES_TYPE_CQ)
+        return 3;
+    return 4;
+}
+
+static void* pd_alloc(struct ibv_pd* pd, void* pd_context, size_t size, size_t alignment, uint64_t type) {
+    (void)pd;
+    if (pd_context != &priv_tag)
+        pd_bad_ctx++;
+    pd_allocs[res_index(type)]++;
+    if (pd_use_default)
+        return IBV_ALLOCATOR_USE_DEFAULT;
+    if (alignment < sizeof(void*))
+        alignment = sizeof(void*);
+    void* p = NULL;
+    if (posix_memalign(&p, alignment, size))
+        return NULL;
+    for (int i = 0; i < MAX_CHUNKS; i++) {
+        if (!chunks[i].p) {
+            chunks[i].p = p;
+            chunks[i].len = size;
+            return p;
+        }
+    }
+    free(p);
+    return NULL;
+}
+
+static void pd_free(struct ibv_pd* pd, void* pd_context, void* ptr, uint64_t type) {
+    (void)pd;
+    (void)pd_context;
+    (void)type;
+    for (int i = 0; i < MAX_CHUNKS; i++) {
+        if (chunks[i].p == ptr) {
+            chunks[i].p = NULL;
+            pd_frees++;
+            free(ptr);
+            return;
+        }
+    }
+    pd_bad_frees++;
+}
+
+/* Queues on a parent domain: the bad attributes, which memory the
+ * allocator is asked for (and that the rings are in it), what a parent
+ * domain in use and its protection domain answer to ibv_dealloc_pd. */
+static void parent_domain(struct ibv_context* ctx, int use_default) {
+    printf("parent domain (%s)\n", use_default ? "allocator answers USE_DEFAULT" : "allocator gives memory");
+    memset(pd_allocs, 0, sizeof(pd_allocs));
+    pd_frees = pd_bad_frees = pd_bad_ctx = 0;
+    pd_use_default = use_default;
+    struct ibv_pd* pd = ibv_alloc_pd(ctx);
+    if (!pd)
+        return;
+    struct ibv_parent_domain_init_attr a = {.pd = NULL};
+    errno = 0;
+    struct ibv_pd* bad = ibv_alloc_parent_domain(ctx, &a);
+    printf("  no protection domain: %s\n", bad ? "ok" : err_name(errno));
+    if (bad)
+        ibv_dealloc_pd(bad);
+    a.pd = pd;
+    a.comp_mask = 1u << 5;
+    errno = 0;
+    bad = ibv_alloc_parent_domain(ctx, &a);
+    printf("  unknown comp_mask: %s\n", bad ? "ok" : err_name(errno));
+    if (bad)
+        ibv_dealloc_pd(bad);
+    a.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+    a.alloc = pd_alloc;
+    errno = 0;
+    bad = ibv_alloc_parent_domain(ctx, &a);
+    printf("  allocator without free: %s\n", bad ? "ok" : err_name(errno));
+    if (bad)
+        ibv_dealloc_pd(bad);
+    a.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+    a.free = pd_free;
+    a.pd_context = &priv_tag;
+    errno = 0;
+    struct ibv_pd* ppd = ibv_alloc_parent_domain(ctx, &a);
+    printf("  with allocators: %s\n", ppd ? "ok" : err_name(errno));
+    if (!ppd)
+        goto out;
+    printf("  protection domain while the parent lives: dealloc %s\n", err_name(ibv_dealloc_pd(pd)));
+    struct ibv_cq_init_attr_ex ca = {
+        .cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS, .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD, .parent_domain = pd};
+    errno = 0;
+    struct ibv_cq_ex* cqx = ibv_create_cq_ex(ctx, &ca);
+    printf("  create_cq_ex with a plain PD as parent domain: %s\n", cqx ? "ok" : err_name(errno));
+    if (cqx)
+        ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+    ca.parent_domain = ppd;
+    cqx = ibv_create_cq_ex(ctx, &ca);
+    struct ibv_cq* cq = cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 8, .max_sge = 1}};
+    struct ibv_srq* srq = ibv_create_srq(ppd, &sa);
+    struct ibv_qp_init_attr qa = {.send_cq = cq,
+                                  .recv_cq = cq,
+                                  .qp_type = IBV_QPT_RC,
+                                  .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp* qp = cq ? ibv_create_qp(ppd, &qa) : NULL;
+    printf("  on the parent domain: cq %s srq %s qp %s\n", cq ? "ok" : "failed", srq ? "ok" : "failed",
+           qp ? "ok" : "failed");
+    printf("  allocator asked: qp %d dbr %d srq %d cq %d other %d, wrong context %d\n", pd_allocs[0], pd_allocs[1],
+           pd_allocs[2], pd_allocs[3], pd_allocs[4], pd_bad_ctx);
+    if (cq && srq && qp) {
+        struct mlx5dv_qp dqp = {0};
+        struct mlx5dv_cq dcq = {0};
+        struct mlx5dv_srq dsrq = {0};
+        struct mlx5dv_pd dpd = {0}, dppd = {0};
+        struct mlx5dv_obj o = {.qp = {qp, &dqp}, .cq = {cq, &dcq}, .srq = {srq, &dsrq}, .pd = {ppd, &dppd}};
+        int r = mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_PD);
+        struct mlx5dv_obj op = {.pd = {pd, &dpd}};
+        if (!r)
+            r = mlx5dv_init_obj(&op, MLX5DV_OBJ_PD);
+        printf("  init_obj: %s, pdn of the protection domain %s\n", err_name(r), dpd.pdn == dppd.pdn ? "yes" : "no");
+        if (!r)
+            printf("  rings in the allocator's memory: sq %s rq %s cq %s srq %s, records: qp %s cq %s srq %s\n",
+                   in_chunk(dqp.sq.buf, (size_t)dqp.sq.wqe_cnt * dqp.sq.stride) ? "yes" : "no",
+                   in_chunk(dqp.rq.buf, (size_t)dqp.rq.wqe_cnt * dqp.rq.stride) ? "yes" : "no",
+                   in_chunk(dcq.buf, (size_t)dcq.cqe_cnt * dcq.cqe_size) ? "yes" : "no",
+                   in_chunk(dsrq.buf, dsrq.stride) ? "yes" : "no", in_chunk(dqp.dbrec, 8) ? "yes" : "no",
+                   in_chunk(dcq.dbrec, 8) ? "yes" : "no", in_chunk(dsrq.dbrec, 4) ? "yes" : "no");
+        struct ibv_mr* mr = ibv_reg_mr(ppd, chunks, sizeof(chunks), IBV_ACCESS_LOCAL_WRITE);
+        printf("  reg_mr on the parent domain: %s\n", mr ? "ok" : err_name(errno));
+        if (mr)
+            ibv_dereg_mr(mr);
+    }
+    if (qp) {
+        errno = 0;
+        int r = ibv_dealloc_pd(ppd);
+        printf("  parent domain with a QP on it: dealloc %s\n", err_name(r));
+        ibv_destroy_qp(qp);
+    }
+    if (srq)
+        ibv_destroy_srq(srq);
+    if (cq)
+        ibv_destroy_cq(cq);
+    printf("  freed: %d, foreign frees %d\n", pd_frees, pd_bad_frees);
+    printf("  parent domain: dealloc %s\n", err_name(ibv_dealloc_pd(ppd)));
+out:
+    printf("  protection domain: dealloc %s\n", err_name(ibv_dealloc_pd(pd)));
+}
+
 /* ---------------------------------------------------------- clock info */
 
 static void clock_info(struct ibv_context* ctx) {
@@ -666,6 +823,8 @@ int main(void) {
     query(e.ctx);
     clock_info(e.ctx);
     allocators(list[0]);
+    parent_domain(e.ctx, 0);
+    parent_domain(e.ctx, 1);
     objects(&e);
     create_attrs(&e);
     raw_traffic(&e);
