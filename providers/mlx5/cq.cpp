@@ -109,6 +109,8 @@ inline uint64_t take_recv(Mlx5Qp* qp, const mlx5_cqe64* cqe) {
 // The opcode a requester CQE reports, from the opcode of its WQE (the
 // CQE's top byte); what the device does not name, the WQE's record does.
 inline ibv_wc_opcode requester_opcode(const mlx5_cqe64* cqe, uint8_t recorded) {
+    if (recorded == IBV_WC_DRIVER2) [[unlikely]]
+        return IBV_WC_DRIVER2;  // a raw WQE: whatever its opcode
     switch (be32toh(cqe->sop_drop_qpn) >> 24) {
     case MLX5_OPCODE_RDMA_WRITE_IMM:
     case MLX5_OPCODE_RDMA_WRITE: return IBV_WC_RDMA_WRITE;

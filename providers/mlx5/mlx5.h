@@ -409,9 +409,9 @@ struct Mlx5Qp {
     bool atomics;
     bool uidx_stored;
     WrBatch wr;
-    // What mlx5dv_qp_ex_from_ibv_qp_ex hands out: no mlx5-specific send
-    // operation can be asked for yet, so every one of its setters is null,
-    // as the reference leaves those not asked for.
+    // What mlx5dv_qp_ex_from_ibv_qp_ex hands out: the mlx5 send operations
+    // asked for at creation (raw WQEs), the others null as the reference
+    // leaves those not asked for.
     mlx5dv_qp_ex dv_qp;
 };
 
@@ -472,6 +472,7 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 void install_cq_ex_ops(Mlx5Cq& cq, bool single_threaded);
+void install_dv_qp_ops(Mlx5Qp& qp, uint64_t dv_send_ops);
 int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
 void install_qp_ex_ops(ibv_qp_ex& qp);

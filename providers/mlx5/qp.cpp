@@ -401,11 +401,18 @@ ibv_qp* Mlx5Context::dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_ini
         errno = (dv->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_DC) ? EOPNOTSUPP : EINVAL;
         return nullptr;
     }
-    if ((dv->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) && dv->send_ops_flags) {
+    // Of the mlx5 send operations, raw WQEs; the others need features this
+    // provider has not got. Without the ibv_wr_* interface they are of no
+    // use, and (as the reference) no error.
+    const uint64_t dv_ops = (dv->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) ? dv->send_ops_flags : 0;
+    if (dv_ops & ~uint64_t(MLX5DV_QP_EX_WITH_RAW_WQE)) {
         errno = EOPNOTSUPP;
         return nullptr;
     }
-    return create_qp_common(attr, drv_flags);
+    ibv_qp* q = create_qp_common(attr, drv_flags);
+    if (q && dv_ops)
+        install_dv_qp_ops(*to_mqp(q), dv_ops);
+    return q;
 }
 
 // The extended attributes this provider takes so far: a PD, no creation
@@ -903,7 +910,64 @@ void wr_abort(ibv_qp_ex* qpx) {
     qp->sq.lock.unlock();
 }
 
+// mlx5dv_wr_raw_wqe: a WQE the application wrote whole (control segment
+// first, its DS count saying how long) goes into the SQ as it is, around
+// the ring's end, with the producer index put in its control segment. Its
+// completion reports IBV_WC_DRIVER2.
+void wr_raw_wqe(mlx5dv_qp_ex* dvq, const void* wqe) {
+    Mlx5Qp* qp = reinterpret_cast<Mlx5Qp*>(reinterpret_cast<char*>(dvq) - offsetof(Mlx5Qp, dv_qp));
+    WrBatch& b = qp->wr;
+    if (b.err)
+        return;
+    if (b.open) {
+        b.err = EINVAL;  // the previous WQE never got its data
+        return;
+    }
+    Mlx5Wq& sq = qp->sq;
+    if (wq_overflow(sq, b.nreq, qp->vqp.qp()->send_cq)) {
+        b.err = ENOMEM;
+        return;
+    }
+    const auto* src_ctrl = static_cast<const mlx5_wqe_ctrl_seg*>(wqe);
+    const uint32_t ds = be32toh(src_ctrl->qpn_ds) & 0x3f;
+    const uint32_t bbs = (ds * kSegSize + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
+    if (!ds || bbs > sq.wqe_cnt) {
+        b.err = EINVAL;
+        return;
+    }
+    const uint32_t idx = sq.cur_post & (sq.wqe_cnt - 1);
+    uint8_t* dst = sq.start + (static_cast<size_t>(idx) << MLX5_SEND_WQE_SHIFT);
+    auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(dst);
+    const auto* src = static_cast<const uint8_t*>(wqe);
+    size_t left = size_t(ds) * kSegSize;
+    while (left) {
+        if (dst == qp->sq_end)
+            dst = sq.start;
+        const size_t k = std::min(left, static_cast<size_t>(qp->sq_end - dst));
+        std::memcpy(dst, src, k);
+        dst += k;
+        src += k;
+        left -= k;
+    }
+    // Opcode and opmod stay the application's; the index is the ring's.
+    const uint32_t word = be32toh(src_ctrl->opmod_idx_opcode);
+    ctrl->opmod_idx_opcode = htobe32((word & 0xff0000ffu) | ((sq.cur_post & 0xffff) << 8));
+    sq.wrid[idx] = qp->vqp.qp_ex.wr_id;
+    sq.wqe_head[idx] = sq.head + b.nreq;
+    sq.wc_opcode[idx] = IBV_WC_DRIVER2;
+    sq.cur_post += bbs;
+    b.last_ctrl = reinterpret_cast<uint8_t*>(ctrl);
+    b.last_size = ds;
+    b.last_inl = false;
+    ++b.nreq;
+}
+
 }  // namespace
+
+void install_dv_qp_ops(Mlx5Qp& qp, uint64_t dv_send_ops) {
+    if (dv_send_ops & MLX5DV_QP_EX_WITH_RAW_WQE)
+        qp.dv_qp.wr_raw_wqe = wr_raw_wqe;
+}
 
 void install_qp_ex_ops(ibv_qp_ex& q) {
     q.wr_start = wr_start;

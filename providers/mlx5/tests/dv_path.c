@@ -575,6 +575,33 @@ static void dv_qp_case(struct env* e, struct ibv_cq* cq, const char* what, enum 
     printf("\n");
 }
 
+/* mlx5 send operations asked at creation: which the provider takes. */
+static void raw_wqe_case(struct env* e, struct ibv_cq* cq, const char* what, uint64_t ops, int with_wr_api) {
+    struct ibv_qp_init_attr_ex a = {.send_cq = cq,
+                                    .recv_cq = cq,
+                                    .qp_type = IBV_QPT_RC,
+                                    .comp_mask = IBV_QP_INIT_ATTR_PD,
+                                    .pd = e->pd,
+                                    .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+    if (with_wr_api) {
+        a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+    }
+    struct mlx5dv_qp_init_attr d = {.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS, .send_ops_flags = ops};
+    errno = 0;
+    struct ibv_qp* qp = mlx5dv_create_qp(e->ctx, &a, &d);
+    printf("  create_qp %-34s %s", what, qp ? "ok" : err_name(errno));
+    if (qp) {
+        /* Only a QP of the ibv_wr_* interface has an ibv_qp_ex to ask. */
+        if (with_wr_api) {
+            struct mlx5dv_qp_ex* x = mlx5dv_qp_ex_from_ibv_qp_ex(ibv_qp_to_qp_ex(qp));
+            printf(" wr_raw_wqe %s", x && x->wr_raw_wqe ? "set" : "NULL");
+        }
+        ibv_destroy_qp(qp);
+    }
+    printf("\n");
+}
+
 static void create_attrs(struct env* e) {
     printf("mlx5dv_create_cq\n");
     dv_cq_case(e, "no mlx5 attribute", 0, 0, 0, 0);
@@ -606,6 +633,10 @@ static void create_attrs(struct env* e) {
     dv_qp_case(e, cq, "driver type, no dc attributes", IBV_QPT_DRIVER, F, 0, 0);
     dv_qp_case(e, cq, "ud, disable scatter to cqe", IBV_QPT_UD, F, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, 0);
     dv_qp_case(e, cq, "rc, wr api, no mlx5 op", IBV_QPT_RC, MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS, 0, 1);
+    raw_wqe_case(e, cq, "rc, wr api, raw wqe", MLX5DV_QP_EX_WITH_RAW_WQE, 1);
+    raw_wqe_case(e, cq, "rc, raw wqe without the wr api", MLX5DV_QP_EX_WITH_RAW_WQE, 0);
+    raw_wqe_case(e, cq, "rc, wr api, memcpy op", MLX5DV_QP_EX_WITH_MEMCPY, 1);
+    raw_wqe_case(e, cq, "rc, wr api, unknown mlx5 op", 1ull << 20, 1);
     ibv_destroy_cq(cq);
 }
 
@@ -726,6 +757,110 @@ static void show_cqe(const char* what, struct mlx5_cqe64* cqe, struct ibv_qp* qp
            (be32toh(cqe->sop_drop_qpn) & 0xffffff) == qp->qp_num ? "matches" : "other");
 }
 
+/* Sends through mlx5dv_wr_raw_wqe (a control segment and two data
+ * segments this program wrote) mixed with ibv_wr_send on one QP whose send
+ * queue holds a single WQE, so that every post wraps: the opcodes the
+ * completions report (extended CQ, and ibv_poll_cq) and the data that
+ * arrived. */
+static void raw_wqe_traffic(struct env* e) {
+    printf("mlx5dv_wr_raw_wqe traffic\n");
+    struct ibv_cq_init_attr_ex ca = {.cqe = 16, .wc_flags = IBV_WC_STANDARD_FLAGS};
+    struct ibv_cq_ex* scq = ibv_create_cq_ex(e->ctx, &ca);
+    struct ibv_cq* rcq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+    struct ibv_qp_init_attr_ex a = {.send_cq = scq ? ibv_cq_ex_to_cq(scq) : NULL,
+                                    .recv_cq = scq ? ibv_cq_ex_to_cq(scq) : NULL,
+                                    .qp_type = IBV_QPT_RC,
+                                    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+                                    .pd = e->pd,
+                                    .send_ops_flags = IBV_QP_EX_WITH_SEND,
+                                    .cap = {.max_send_wr = 1, .max_recv_wr = 4, .max_send_sge = 2, .max_recv_sge = 2}};
+    struct mlx5dv_qp_init_attr d = {.comp_mask = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS,
+                                    .send_ops_flags = MLX5DV_QP_EX_WITH_RAW_WQE};
+    struct ibv_qp* qp = scq && rcq ? mlx5dv_create_qp(e->ctx, &a, &d) : NULL;
+    struct ibv_qp_init_attr b = {.send_cq = rcq,
+                                 .recv_cq = rcq,
+                                 .qp_type = IBV_QPT_RC,
+                                 .cap = {.max_send_wr = 4, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp* peer = rcq ? ibv_create_qp(e->pd, &b) : NULL;
+    if (!qp || !peer || to_rts(e, qp, peer->qp_num) || to_rts(e, peer, qp->qp_num)) {
+        printf("  set-up failed\n");
+        goto out;
+    }
+    struct ibv_qp_ex* qx = ibv_qp_to_qp_ex(qp);
+    struct mlx5dv_qp_ex* dx = mlx5dv_qp_ex_from_ibv_qp_ex(qx);
+    char* src = e->buf;
+    char* dst = e->buf + 8192;
+    for (int i = 0; i < 6; i++) {
+        memset(src, 'a' + i, 64);
+        memset(dst, 0, 64);
+        struct ibv_sge r = {(uintptr_t)dst, 64, e->mr->lkey};
+        struct ibv_recv_wr rw = {.wr_id = 100 + i, .sg_list = &r, .num_sge = 1}, *bad;
+        ibv_post_recv(peer, &rw, &bad);
+        ibv_wr_start(qx);
+        qx->wr_id = i;
+        qx->wr_flags = IBV_SEND_SIGNALED;
+        if (i % 2) {
+            ibv_wr_send(qx);
+            ibv_wr_set_sge(qx, e->mr->lkey, (uintptr_t)src, 64);
+        } else {
+            struct {
+                struct mlx5_wqe_ctrl_seg ctrl;
+                struct mlx5_wqe_data_seg data[2];
+            } w;
+            memset(&w, 0, sizeof(w));
+            w.ctrl.opmod_idx_opcode = htobe32(MLX5_OPCODE_SEND);
+            w.ctrl.qpn_ds = htobe32(3 | qp->qp_num << 8);
+            w.ctrl.fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
+            mlx5dv_set_data_seg(&w.data[0], 32, e->mr->lkey, (uintptr_t)src);
+            mlx5dv_set_data_seg(&w.data[1], 32, e->mr->lkey, (uintptr_t)src + 32);
+            mlx5dv_wr_raw_wqe(dx, &w);
+        }
+        int r2 = ibv_wr_complete(qx);
+        struct ibv_poll_cq_attr pa = {0};
+        int got = 0, rc = ENOENT;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while ((rc = ibv_start_poll(scq, &pa)) == ENOENT) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 5)
+                break;
+        }
+        const char* op = "-";
+        if (rc == 0) {
+            got = 1;
+            op = ibv_wc_read_opcode(scq) == IBV_WC_DRIVER2 ? "DRIVER2"
+                : ibv_wc_read_opcode(scq) == IBV_WC_SEND   ? "SEND"
+                                                           : "other";
+            if (scq->status)
+                op = ibv_wc_status_str(scq->status);
+            ibv_end_poll(scq);
+        }
+        struct ibv_wc wc;
+        int n = 0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while ((n = ibv_poll_cq(rcq, 1, &wc)) == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 5)
+                break;
+        }
+        int same = 1;
+        for (int k = 0; k < 64; k++)
+            same &= dst[k] == 'a' + i;
+        printf("  %-14s complete %s, send completion %s %s, receive %s len %u, data %s\n",
+               i % 2 ? "ibv_wr_send" : "raw wqe", err_name(r2), got ? "yes" : "no", op,
+               n == 1 && !wc.status ? "ok" : "failed", n == 1 ? wc.byte_len : 0, same ? "arrived" : "wrong");
+    }
+out:
+    if (qp)
+        ibv_destroy_qp(qp);
+    if (peer)
+        ibv_destroy_qp(peer);
+    if (scq)
+        ibv_destroy_cq(ibv_cq_ex_to_cq(scq));
+    if (rcq)
+        ibv_destroy_cq(rcq);
+}
+
 static void raw_traffic(struct env* e) {
     printf("traffic through the rings\n");
     struct raw_cq sc = {.cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0)};
@@ -828,6 +963,7 @@ int main(void) {
     objects(&e);
     create_attrs(&e);
     raw_traffic(&e);
+    raw_wqe_traffic(&e);
 
     ibv_dereg_mr(e.mr);
     ibv_close_device(e.ctx);
