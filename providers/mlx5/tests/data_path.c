@@ -113,6 +113,17 @@ static void srq_case(struct env* e, uint32_t wr, uint32_t sge) {
 
 /* ------------------------------------------------------------- traffic */
 
+/* An address of this port (with a GRH on RoCE), service level `sl`. */
+static struct ibv_ah_attr self_ah_attr(const struct env* e, uint8_t sl) {
+    struct ibv_ah_attr aa = {.dlid = e->lid, .port_num = 1, .sl = sl};
+    if (e->eth) {
+        aa.is_global = 1;
+        aa.grh.dgid = e->gid;
+        aa.grh.hop_limit = 1;
+    }
+    return aa;
+}
+
 static int to_state(struct ibv_qp* qp, enum ibv_qp_state s, struct env* e, uint32_t dest_qpn) {
     struct ibv_qp_attr a = {.qp_state = s, .port_num = 1, .pkey_index = 0};
     int mask = IBV_QP_STATE;
@@ -133,13 +144,7 @@ static int to_state(struct ibv_qp* qp, enum ibv_qp_state s, struct env* e, uint3
         a.path_mtu = IBV_MTU_1024;
         a.dest_qp_num = dest_qpn;
         a.rq_psn = 0;
-        a.ah_attr.port_num = 1;
-        a.ah_attr.dlid = e->lid;
-        if (e->eth) {
-            a.ah_attr.is_global = 1;
-            a.ah_attr.grh.dgid = e->gid;
-            a.ah_attr.grh.hop_limit = 1;
-        }
+        a.ah_attr = self_ah_attr(e, 0);
         mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
         if (qp->qp_type == IBV_QPT_RC) {
             a.max_dest_rd_atomic = 1;
@@ -464,12 +469,7 @@ static void ud_traffic(struct env* e) {
         printf("  setup failed\n");
         goto out;
     }
-    struct ibv_ah_attr aa = {.dlid = e->lid, .port_num = 1, .sl = 3};
-    if (e->eth) {
-        aa.is_global = 1;
-        aa.grh.dgid = e->gid;
-        aa.grh.hop_limit = 1;
-    }
+    struct ibv_ah_attr aa = self_ah_attr(e, 3);
     errno = 0;
     ah = ibv_create_ah(e->pd, &aa);
     post("create_ah", ah ? 0 : errno);
@@ -629,12 +629,7 @@ static void state_posts_line(struct env* e, struct ibv_qp* qp, struct ibv_ah* ah
 static void state_posts(struct env* e) {
     printf("posting by QP state\n");
     struct ibv_cq* cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
-    struct ibv_ah_attr aa = {.dlid = e->lid, .port_num = 1};
-    if (e->eth) {
-        aa.is_global = 1;
-        aa.grh.dgid = e->gid;
-        aa.grh.hop_limit = 1;
-    }
+    struct ibv_ah_attr aa = self_ah_attr(e, 0);
     struct ibv_ah* ah = ibv_create_ah(e->pd, &aa);
     struct ibv_qp_init_attr_ex x = {
         .send_cq = cq,
