@@ -10,23 +10,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
-static const char* err_name(int e) {
-    switch (e) {
-    case 0: return "ok";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case EBUSY: return "EBUSY";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EACCES: return "EACCES";
-    case EFAULT: return "EFAULT";
-    case ENOSYS: return "ENOSYS";
-    case EPERM: return "EPERM";
-    default: break;
-    }
-    static char num[32];
-    snprintf(num, sizeof(num), "%d", e);
-    return num;
-}
+#include "twin_common.h"
 
 static void report(const char* what, int e) { printf("  %-44s %s\n", what, err_name(e)); }
 

@@ -15,20 +15,7 @@
 
 #include <infiniband/verbs.h>
 
-static const char* err_name(int e) {
-    switch (e) {
-    case 0: return "ok";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EFAULT: return "EFAULT";
-    case ENOSYS: return "ENOSYS";
-    default: break;
-    }
-    static char num[32];
-    snprintf(num, sizeof(num), "%d", e);
-    return num;
-}
+#include "twin_common.h"
 
 struct env {
     struct ibv_context* ctx;
@@ -752,16 +739,13 @@ int main(void) {
         return 1;
     }
     struct env e = {0};
-    e.ctx = ibv_open_device(list[0]);
-    if (!e.ctx) {
-        perror("ibv_open_device");
+    struct twin_port port;
+    if (twin_open(list[0], &port))
         return 1;
-    }
-    struct ibv_port_attr pa;
-    ibv_query_port(e.ctx, 1, &pa);
-    e.eth = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-    e.lid = pa.lid;
-    ibv_query_gid(e.ctx, 1, 0, &e.gid);
+    e.ctx = port.ctx;
+    e.eth = port.eth;
+    e.lid = port.lid;
+    e.gid = port.gid;
     e.pd = ibv_alloc_pd(e.ctx);
     e.cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
     e.len = 1 << 16;

@@ -22,24 +22,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
-static const char* err_name(int e) {
-    switch (e) {
-    case 0: return "ok";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-    case EBUSY: return "EBUSY";
-    case EFAULT: return "EFAULT";
-    case ENOSYS: return "ENOSYS";
-    case ENODEV: return "ENODEV";
-    case EPERM: return "EPERM";
-    default: break;
-    }
-    static char num[32];
-    snprintf(num, sizeof(num), "%d", e);
-    return num;
-}
+#include "twin_common.h"
 
 /* ------------------------------------------------- query and open */
 
@@ -937,16 +920,13 @@ int main(void) {
     open_case(list[0], "unknown comp_mask", &ca);
 
     struct env e = {0};
-    e.ctx = ibv_open_device(list[0]);
-    if (!e.ctx) {
-        perror("ibv_open_device");
+    struct twin_port port;
+    if (twin_open(list[0], &port))
         return 1;
-    }
-    struct ibv_port_attr pa;
-    ibv_query_port(e.ctx, 1, &pa);
-    e.eth = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-    e.lid = pa.lid;
-    ibv_query_gid(e.ctx, 1, 0, &e.gid);
+    e.ctx = port.ctx;
+    e.eth = port.eth;
+    e.lid = port.lid;
+    e.gid = port.gid;
     e.pd = ibv_alloc_pd(e.ctx);
     e.buf = aligned_alloc(4096, 1 << 16);
     memset(e.buf, 0, 1 << 16);
