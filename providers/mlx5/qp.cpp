@@ -493,6 +493,21 @@ int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
 
 namespace {
 
+// Copies `len` bytes into the send queue from `dst` on, around the ring's
+// end; returns where the copy ended.
+inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
+    while (len) {
+        if (dst == qp.sq_end)
+            dst = qp.sq.start;
+        const size_t k = std::min(len, static_cast<size_t>(qp.sq_end - dst));
+        std::memcpy(dst, src, k);
+        dst += k;
+        src += k;
+        len -= k;
+    }
+    return dst;
+}
+
 // One send WQE being written at the SQ's producer position: the control
 // segment first, then what the opcode and transport need, then the data.
 // Both send interfaces (ibv_post_send and ibv_wr_*) build through it.
@@ -561,18 +576,7 @@ struct WqeBuilder {
         uint8_t* dst = seg + kInlineHdr;
         for (size_t i = 0; i < n; ++i) {
             const ibv_data_buf p = piece(i);
-            const auto* src = static_cast<const uint8_t*>(p.addr);
-            size_t len = p.length;
-            while (len) {
-                if (dst == qp.sq_end)
-                    dst = qp.sq.start;
-                const size_t room = static_cast<size_t>(qp.sq_end - dst);
-                const size_t k = len < room ? len : room;
-                std::memcpy(dst, src, k);
-                dst += k;
-                src += k;
-                len -= k;
-            }
+            dst = copy_to_sq(qp, dst, static_cast<const uint8_t*>(p.addr), p.length);
         }
         hdr->byte_count = htobe32(total | MLX5_INLINE_SEG);
         const uint32_t units = align_up(total + kInlineHdr, kSegSize) / kSegSize;
@@ -739,8 +743,8 @@ inline Mlx5Qp* to_mqp(ibv_qp_ex* qpx) { return reinterpret_cast<Mlx5Qp*>(qpx); }
 
 // Starts the WQE of one work request; false (and the batch's error set)
 // when it cannot be posted.
-bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
-    Mlx5Qp* qp = to_mqp(qpx);
+// Whether the batch can take one more WQE (else its error is set).
+bool wr_room(Mlx5Qp* qp) {
     WrBatch& b = qp->wr;
     if (b.err)
         return false;
@@ -752,6 +756,14 @@ bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
         b.err = ENOMEM;
         return false;
     }
+    return true;
+}
+
+bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    WrBatch& b = qp->wr;
+    if (!wr_room(qp))
+        return false;
     if (is_atomic(opcode) && !qp->atomics) {
         b.err = EOPNOTSUPP;
         return false;
@@ -917,17 +929,9 @@ void wr_abort(ibv_qp_ex* qpx) {
 void wr_raw_wqe(mlx5dv_qp_ex* dvq, const void* wqe) {
     Mlx5Qp* qp = reinterpret_cast<Mlx5Qp*>(reinterpret_cast<char*>(dvq) - offsetof(Mlx5Qp, dv_qp));
     WrBatch& b = qp->wr;
-    if (b.err)
+    if (!wr_room(qp))
         return;
-    if (b.open) {
-        b.err = EINVAL;  // the previous WQE never got its data
-        return;
-    }
     Mlx5Wq& sq = qp->sq;
-    if (wq_overflow(sq, b.nreq, qp->vqp.qp()->send_cq)) {
-        b.err = ENOMEM;
-        return;
-    }
     const auto* src_ctrl = static_cast<const mlx5_wqe_ctrl_seg*>(wqe);
     const uint32_t ds = be32toh(src_ctrl->qpn_ds) & 0x3f;
     const uint32_t bbs = (ds * kSegSize + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
@@ -938,17 +942,7 @@ void wr_raw_wqe(mlx5dv_qp_ex* dvq, const void* wqe) {
     const uint32_t idx = sq.cur_post & (sq.wqe_cnt - 1);
     uint8_t* dst = sq.start + (static_cast<size_t>(idx) << MLX5_SEND_WQE_SHIFT);
     auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(dst);
-    const auto* src = static_cast<const uint8_t*>(wqe);
-    size_t left = size_t(ds) * kSegSize;
-    while (left) {
-        if (dst == qp->sq_end)
-            dst = sq.start;
-        const size_t k = std::min(left, static_cast<size_t>(qp->sq_end - dst));
-        std::memcpy(dst, src, k);
-        dst += k;
-        src += k;
-        left -= k;
-    }
+    copy_to_sq(*qp, dst, static_cast<const uint8_t*>(wqe), size_t(ds) * kSegSize);
     // Opcode and opmod stay the application's; the index is the ring's.
     const uint32_t word = be32toh(src_ctrl->opmod_idx_opcode);
     ctrl->opmod_idx_opcode = htobe32((word & 0xff0000ffu) | ((sq.cur_post & 0xffff) << 8));
