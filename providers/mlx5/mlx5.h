@@ -383,9 +383,6 @@ struct WrBatch {
     uint8_t pending = 0;  // setters it still needs (address, data)
     uint8_t opcode = 0;  // ibv_wr_opcode
     bool inl = false;
-    unsigned int flags = 0;
-    __be32 imm = 0;
-    uint64_t wr_id = 0;
     uint8_t* last_ctrl = nullptr;
     uint32_t last_size = 0;
     bool last_inl = false;
@@ -405,6 +402,7 @@ struct Mlx5Qp {
     bool prefer_bf;  // MLX5_POST_SEND_PREFER_BF
     uint32_t uidx;
     uint32_t max_inline;
+    uint32_t qpn8;  // the QP number as a control segment's qpn_ds has it
     uint8_t sq_signal_bits;  // CQ_UPDATE when every WR is signaled
     bool atomics;
     bool uidx_stored;

@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -172,12 +173,30 @@ constexpr OpInfo kOps[kOpcodeCount] = {
     {0xff, IBV_WC_DRIVER1},  // IBV_WR_DRIVER1
 };
 
+// The control segment's fence/completion/solicited bits for each
+// combination of the three send flags that set them (one load instead of
+// three tests).
+static_assert(IBV_SEND_FENCE == 1 && IBV_SEND_SIGNALED == 2 && IBV_SEND_SOLICITED == 4);
+constexpr unsigned int kFmCeSeFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+constexpr auto kFmCeSe = [] {
+    std::array<uint8_t, kFmCeSeFlags + 1> t{};
+    for (unsigned int f = 0; f <= kFmCeSeFlags; ++f)
+        t[f] = static_cast<uint8_t>(((f & IBV_SEND_FENCE) ? MLX5_WQE_CTRL_FENCE : 0) |
+                                    ((f & IBV_SEND_SIGNALED) ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+                                    ((f & IBV_SEND_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0));
+    return t;
+}();
+
 // Would nreq more WRs overflow the queue? The tail moves under the CQ's
 // lock (poll), so a full-looking queue is looked at again under it.
-[[gnu::noinline]] bool wq_overflow_locked(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
+inline bool wq_full_under_cq_lock(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
     Mlx5Cq* mcq = to_mcq(cq);
     std::lock_guard guard(mcq->lock);
     return wq.head - wq.tail + nreq >= wq.max_post;
+}
+
+[[gnu::noinline]] bool wq_overflow_locked(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
+    return wq_full_under_cq_lock(wq, nreq, cq);
 }
 
 inline bool wq_overflow(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
@@ -198,22 +217,37 @@ inline void set_data_seg(void* p, uint32_t length, uint32_t lkey, uint64_t addr)
 // device starts on it without reading host memory. 64-byte blocks,
 // following the WQE around the end of the SQ; 16-byte stores where the
 // CPU has them (the register is write-combining memory).
+inline void bf_copy_block(uint8_t* dst, const uint8_t* src) {
+#if defined(__SSE2__)
+    const auto* s = reinterpret_cast<const __m128i*>(src);
+    auto* d = reinterpret_cast<__m128i*>(dst);
+    _mm_store_si128(d, _mm_load_si128(s));
+    _mm_store_si128(d + 1, _mm_load_si128(s + 1));
+    _mm_store_si128(d + 2, _mm_load_si128(s + 2));
+    _mm_store_si128(d + 3, _mm_load_si128(s + 3));
+#else
+    auto* d = reinterpret_cast<volatile uint64_t*>(dst);
+    const auto* s = reinterpret_cast<const uint64_t*>(src);
+    for (int i = 0; i < 8; ++i)
+        d[i] = s[i];
+#endif
+}
+
+// `bytes` is a whole number of blocks, at least one. A WQE that does not
+// reach the SQ's end (nearly all) is copied without looking for it.
 inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t bytes) {
     const uint8_t* src = wqe;
+    const uint8_t* end = wqe + bytes;
+    if (end <= qp.sq_end) [[likely]] {
+        do {
+            bf_copy_block(dst, src);
+            dst += MLX5_SEND_WQE_BB;
+            src += MLX5_SEND_WQE_BB;
+        } while (src != end);
+        return;
+    }
     while (bytes) {
-#if defined(__SSE2__)
-        const auto* s = reinterpret_cast<const __m128i*>(src);
-        auto* d = reinterpret_cast<__m128i*>(dst);
-        _mm_store_si128(d, _mm_load_si128(s));
-        _mm_store_si128(d + 1, _mm_load_si128(s + 1));
-        _mm_store_si128(d + 2, _mm_load_si128(s + 2));
-        _mm_store_si128(d + 3, _mm_load_si128(s + 3));
-#else
-        auto* d = reinterpret_cast<volatile uint64_t*>(dst);
-        const auto* s = reinterpret_cast<const uint64_t*>(src);
-        for (int i = 0; i < 8; ++i)
-            d[i] = s[i];
-#endif
+        bf_copy_block(dst, src);
         dst += MLX5_SEND_WQE_BB;
         src += MLX5_SEND_WQE_BB;
         bytes -= MLX5_SEND_WQE_BB;
@@ -222,7 +256,8 @@ inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t
     }
 }
 
-void ring_send_doorbell(Mlx5Qp& qp, const uint8_t* ctrl, uint32_t size, uint32_t nreq, bool inl) {
+[[gnu::always_inline]] inline void ring_send_doorbell(Mlx5Qp& qp, const uint8_t* ctrl, uint32_t size, uint32_t nreq,
+                                                      bool inl) {
     qp.sq.head += nreq;
     to_device_barrier();
     qp.db[MLX5_SND_DBR] = htobe32(qp.sq.cur_post & 0xffff);
@@ -326,6 +361,7 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
             q.bf = bfreg(0);
         q.bf_max_size = q.bf->buf_size / kSegSize;
         q.prefer_bf = env_.prefer_bf;
+        q.qpn8 = q.vqp.qp()->qp_num << 8;
         return 0;
     });
     if (!qp)
@@ -493,9 +529,42 @@ int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
 
 namespace {
 
+// Up to 32 bytes in at most four loads and stores: two copies that
+// overlap in the middle (inline payloads are mostly this small, and a
+// call to memcpy costs more than the copy).
+inline void copy_small(uint8_t* dst, const uint8_t* src, size_t len) {
+    auto pair = [&](auto word) {
+        using W = decltype(word);
+        W a;
+        W b;
+        std::memcpy(&a, src, sizeof(W));
+        std::memcpy(&b, src + len - sizeof(W), sizeof(W));
+        std::memcpy(dst, &a, sizeof(W));
+        std::memcpy(dst + len - sizeof(W), &b, sizeof(W));
+    };
+    if (len >= 16) {
+        struct W16 {
+            uint64_t lo, hi;
+        };
+        pair(W16{});
+    } else if (len >= 8) {
+        pair(uint64_t{});
+    } else if (len >= 4) {
+        pair(uint32_t{});
+    } else if (len) {
+        dst[0] = src[0];
+        dst[len / 2] = src[len / 2];
+        dst[len - 1] = src[len - 1];
+    }
+}
+
 // Copies `len` bytes into the send queue from `dst` on, around the ring's
 // end; returns where the copy ended.
 inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
+    if (len <= 32 && static_cast<size_t>(qp.sq_end - dst) >= len) [[likely]] {
+        copy_small(dst, src, len);
+        return dst + len;
+    }
     while (len) {
         if (dst == qp.sq_end)
             dst = qp.sq.start;
@@ -566,43 +635,58 @@ struct WqeBuilder {
         ++size;
     }
     // Inline data: the header, then the bytes of the n pieces piece(i)
-    // returns ({address, length}), around the end of the SQ.
+    // returns ({address, length}), around the end of the SQ. False, with
+    // the WQE left unfinished, when they add up to more than max_inline:
+    // each piece is counted before it is copied, so the copy never runs
+    // past the room the WQE has.
     template <class Piece>
-    void inline_data(size_t n, uint32_t total, Piece piece) {
-        if (!total)
-            return;
+    bool inline_data(size_t n, Piece piece) {
         wrap();
         auto* hdr = reinterpret_cast<mlx5_wqe_inl_data_seg*>(seg);
         uint8_t* dst = seg + kInlineHdr;
+        size_t total = 0;
         for (size_t i = 0; i < n; ++i) {
             const ibv_data_buf p = piece(i);
+            total += p.length;
+            if (total > qp.max_inline) [[unlikely]]
+                return false;
             dst = copy_to_sq(qp, dst, static_cast<const uint8_t*>(p.addr), p.length);
         }
-        hdr->byte_count = htobe32(total | MLX5_INLINE_SEG);
-        const uint32_t units = align_up(total + kInlineHdr, kSegSize) / kSegSize;
+        if (!total)
+            return true;  // no segment at all
+        hdr->byte_count = htobe32(static_cast<uint32_t>(total) | MLX5_INLINE_SEG);
+        const uint32_t units = align_up(static_cast<uint32_t>(total) + kInlineHdr, kSegSize) / kSegSize;
         size += units;
         seg += units * kSegSize;
         if (seg >= qp.sq_end)
             seg = qp.sq.start + (seg - qp.sq_end);
+        return true;
     }
-    // The control segment and the bookkeeping the completion needs; the
-    // WQE then belongs to the device once the doorbell says so.
-    void finish(const OpInfo& op, unsigned int send_flags, __be32 imm, uint64_t wr_id, uint32_t nreq) {
+    // The control segment but its DS count, and the bookkeeping the
+    // completion needs: all known when the WQE begins, so the ibv_wr_*
+    // builders write it then and keep nothing of it for later.
+    void head(const OpInfo& op, unsigned int send_flags, __be32 imm, uint64_t wr_id, uint32_t nreq) {
         Mlx5Wq& sq = qp.sq;
         auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(cur.ctrl);
         ctrl->opmod_idx_opcode = htobe32(((sq.cur_post & 0xffff) << 8) | op.mlx5);
-        ctrl->qpn_ds = htobe32((size & 0x3f) | (qp.vqp.qp()->qp_num << 8));
         ctrl->signature = 0;
         ctrl->dci_stream_channel_id = 0;
-        ctrl->fm_ce_se = static_cast<uint8_t>(
-            qp.sq_signal_bits | ((send_flags & IBV_SEND_FENCE) ? uint32_t(MLX5_WQE_CTRL_FENCE) : 0) |
-            ((send_flags & IBV_SEND_SIGNALED) ? uint32_t(MLX5_WQE_CTRL_CQ_UPDATE) : 0) |
-            ((send_flags & IBV_SEND_SOLICITED) ? uint32_t(MLX5_WQE_CTRL_SOLICITED) : 0));
+        ctrl->fm_ce_se = qp.sq_signal_bits | kFmCeSe[send_flags & kFmCeSeFlags];
         ctrl->imm = imm;
         sq.wrid[cur.idx] = wr_id;
         sq.wqe_head[cur.idx] = sq.head + nreq;
         sq.wc_opcode[cur.idx] = op.wc;
-        sq.cur_post += (size * kSegSize + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
+    }
+    // The DS count, once every segment is in; the WQE then belongs to the
+    // device once the doorbell says so.
+    void close() {
+        auto* ctrl = reinterpret_cast<mlx5_wqe_ctrl_seg*>(cur.ctrl);
+        ctrl->qpn_ds = htobe32((size & 0x3f) | qp.qpn8);
+        qp.sq.cur_post += (size * kSegSize + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
+    }
+    void finish(const OpInfo& op, unsigned int send_flags, __be32 imm, uint64_t wr_id, uint32_t nreq) {
+        head(op, send_flags, imm, wr_id, nreq);
+        close();
     }
 };
 
@@ -650,16 +734,6 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             break;
         }
         const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
-        uint32_t total = 0;
-        if (inl) {
-            for (int i = 0; i < wr->num_sge; ++i)
-                total += wr->sg_list[i].length;
-            if (total > qp->max_inline) [[unlikely]] {
-                err = ENOMEM;
-                break;
-            }
-        }
-
         WqeCursor cur;
         WqeBuilder b(*qp, cur, true);
         if (type == IBV_QPT_UD) {
@@ -676,10 +750,14 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
         }
         if (inl) {
-            b.inline_data(static_cast<size_t>(wr->num_sge), total, [&](size_t i) {
+            const bool fits = b.inline_data(static_cast<size_t>(wr->num_sge), [&](size_t i) {
                 return ibv_data_buf{reinterpret_cast<void*>(static_cast<uintptr_t>(wr->sg_list[i].addr)),
                                     wr->sg_list[i].length};
             });
+            if (!fits) [[unlikely]] {
+                err = ENOMEM;  // this WQE is never finished: nothing of it is posted
+                break;
+            }
         } else {
             for (int i = 0; i < wr->num_sge; ++i)
                 b.data(wr->sg_list[i].lkey, wr->sg_list[i].addr, wr->sg_list[i].length, atomic);
@@ -700,35 +778,41 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     Mlx5Qp* qp = to_mqp(ibqp);
     Mlx5Wq& rq = qp->rq;
     std::lock_guard guard(rq.lock);
+    // What stays put while the list is posted is read once: the head, and
+    // how many WRs fit before the tail must be looked at again under the
+    // CQ's lock. post_gs + 1 is 0 while the queue is closed, so one
+    // unsigned compare refuses a closed queue, a negative num_sge and too
+    // many SGEs alike.
+    const uint32_t head = rq.head;
+    const uint32_t room = rq.max_post - (head - __atomic_load_n(&rq.tail, __ATOMIC_RELAXED));
+    const auto sge_limit = static_cast<uint32_t>(rq.post_gs + 1);
     int err = 0;
     uint32_t nreq = 0;
     for (; wr; wr = wr->next, ++nreq) {
-        if (wq_overflow(rq, nreq, ibqp->recv_cq)) [[unlikely]] {
+        if (nreq >= room && wq_full_under_cq_lock(rq, nreq, ibqp->recv_cq)) [[unlikely]] {
             err = ENOMEM;
             break;
         }
-        if (wr->num_sge < 0 || wr->num_sge > rq.post_gs) [[unlikely]] {
+        if (static_cast<uint32_t>(wr->num_sge) >= sge_limit) [[unlikely]] {
             err = EINVAL;
             break;
         }
-        const uint32_t ind = (rq.head + nreq) & (rq.wqe_cnt - 1);
-        uint8_t* seg = rq.start + (static_cast<size_t>(ind) << rq.wqe_shift);
-        uint32_t used = 0;
-        for (int i = 0; i < wr->num_sge; ++i) {
-            const ibv_sge& s = wr->sg_list[i];
-            if (!s.length)
+        const uint32_t ind = (head + nreq) & (rq.wqe_cnt - 1);
+        auto* seg = reinterpret_cast<mlx5_wqe_data_seg*>(rq.start + (static_cast<size_t>(ind) << rq.wqe_shift));
+        auto* const first = seg;
+        for (const ibv_sge *s = wr->sg_list, *end = s + wr->num_sge; s != end; ++s) {
+            if (!s->length)
                 continue;
-            set_data_seg(seg + used * kSegSize, s.length, s.lkey, s.addr);
-            ++used;
+            set_data_seg(seg++, s->length, s->lkey, s->addr);
         }
-        if (used < rq.max_gs)
-            set_data_seg(seg + used * kSegSize, 0, MLX5_INVALID_LKEY, 0);
+        if (static_cast<uint32_t>(seg - first) < rq.max_gs)
+            set_data_seg(seg, 0, MLX5_INVALID_LKEY, 0);
         rq.wrid[ind] = wr->wr_id;
     }
     if (err)
         *bad_wr = wr;
     if (nreq) {
-        rq.head += nreq;
+        rq.head = head + nreq;
         to_device_barrier();
         qp->db[MLX5_RCV_DBR] = htobe32(rq.head & 0xffff);
     }
@@ -744,12 +828,19 @@ inline Mlx5Qp* to_mqp(ibv_qp_ex* qpx) { return reinterpret_cast<Mlx5Qp*>(qpx); }
 // Starts the WQE of one work request; false (and the batch's error set)
 // when it cannot be posted.
 // Whether the batch can take one more WQE (else its error is set).
-bool wr_room(Mlx5Qp* qp) {
+// A batch's first error; it also closes the WQE being built, so that an
+// open WQE always means a batch without error.
+void fail(WrBatch& b, int err) {
+    b.err = err;
+    b.open = false;
+}
+
+[[gnu::always_inline]] inline bool wr_room(Mlx5Qp* qp) {
     WrBatch& b = qp->wr;
     if (b.err)
         return false;
     if (b.open) {
-        b.err = EINVAL;  // the previous WQE never got its data
+        fail(b, EINVAL);  // the previous WQE never got its data
         return false;
     }
     if (wq_overflow(qp->sq, b.nreq, qp->vqp.qp()->send_cq)) {
@@ -759,7 +850,12 @@ bool wr_room(Mlx5Qp* qp) {
     return true;
 }
 
-bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
+// Which transport a builder is for: the sends are installed per QP type,
+// the other builders look at the QP.
+enum class Xport { any, ud, connected };
+
+template <Xport X = Xport::any>
+[[gnu::always_inline]] inline bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
     Mlx5Qp* qp = to_mqp(qpx);
     WrBatch& b = qp->wr;
     if (!wr_room(qp))
@@ -769,26 +865,23 @@ bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
         return false;
     }
     WqeBuilder w(*qp, b.cur, true);
-    const bool ud = qp->vqp.qp()->qp_type == IBV_QPT_UD;
+    w.head(kOps[opcode], qpx->wr_flags, imm, qpx->wr_id, b.nreq);
+    const bool ud = X == Xport::ud || (X == Xport::any && qp->vqp.qp()->qp_type == IBV_QPT_UD);
     if (ud)
         w.av();  // filled by wr_set_ud_addr
     b.open = true;
     b.pending = ud ? 2 : 1;
     b.opcode = static_cast<uint8_t>(opcode);
     b.inl = false;
-    b.flags = qpx->wr_flags;
-    b.imm = imm;
-    b.wr_id = qpx->wr_id;
     return true;
 }
 
 // One setter done; the last one completes the WQE.
-void wr_setter_done(Mlx5Qp* qp) {
+[[gnu::always_inline]] inline void wr_setter_done(Mlx5Qp* qp) {
     WrBatch& b = qp->wr;
     if (--b.pending)
         return;
-    WqeBuilder w(*qp, b.cur, false);
-    w.finish(kOps[b.opcode], b.flags, b.imm, b.wr_id, b.nreq);
+    WqeBuilder(*qp, b.cur, false).close();
     b.last_ctrl = b.cur.ctrl;
     b.last_size = b.cur.size;
     b.last_inl = b.inl;
@@ -796,8 +889,14 @@ void wr_setter_done(Mlx5Qp* qp) {
     b.open = false;
 }
 
-void wr_send(ibv_qp_ex* qpx) { wr_begin(qpx, IBV_WR_SEND, 0); }
-void wr_send_imm(ibv_qp_ex* qpx, __be32 imm) { wr_begin(qpx, IBV_WR_SEND_WITH_IMM, imm); }
+template <Xport X>
+void wr_send(ibv_qp_ex* qpx) {
+    wr_begin<X>(qpx, IBV_WR_SEND, 0);
+}
+template <Xport X>
+void wr_send_imm(ibv_qp_ex* qpx, __be32 imm) {
+    wr_begin<X>(qpx, IBV_WR_SEND_WITH_IMM, imm);
+}
 void wr_send_inv(ibv_qp_ex* qpx, uint32_t rkey) { wr_begin(qpx, IBV_WR_SEND_WITH_INV, htobe32(rkey)); }
 
 void wr_rdma(ibv_qp_ex* qpx, ibv_wr_opcode op, uint32_t rkey, uint64_t raddr, __be32 imm) {
@@ -827,13 +926,14 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr, uint64_t
     wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, add, 0);
 }
 
+// Installed on UD QPs only; the others get wr_no_ud_addr.
 void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
     Mlx5Qp* qp = to_mqp(qpx);
     WrBatch& b = qp->wr;
-    if (b.err || !b.open || qp->vqp.qp()->qp_type != IBV_QPT_UD)
+    if (!b.open)
         return;
     if (!ah) {
-        b.err = EINVAL;
+        fail(b, EINVAL);
         return;
     }
     auto* av = reinterpret_cast<mlx5_wqe_av*>(b.cur.ctrl + kSegSize);
@@ -843,7 +943,10 @@ void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t re
     wr_setter_done(qp);
 }
 
-bool data_open(Mlx5Qp* qp) { return !qp->wr.err && qp->wr.open; }
+// A connected QP has no address to set: the call changes nothing.
+void wr_no_ud_addr(ibv_qp_ex*, ibv_ah*, uint32_t, uint32_t) {}
+
+bool data_open(Mlx5Qp* qp) { return qp->wr.open; }
 
 void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
     Mlx5Qp* qp = to_mqp(qpx);
@@ -858,7 +961,7 @@ void wr_set_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
     if (!data_open(qp))
         return;
     if (num > qp->sq.max_gs) {
-        qp->wr.err = ENOMEM;
+        fail(qp->wr, ENOMEM);
         return;
     }
     WqeBuilder w(*qp, qp->wr.cur, false);
@@ -872,16 +975,10 @@ void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* buf
     Mlx5Qp* qp = to_mqp(qpx);
     if (!data_open(qp))
         return;
-    size_t total = 0;
-    for (size_t i = 0; i < num; ++i)
-        total += bufs[i].length;
-    if (total > qp->max_inline) {
-        qp->wr.err = ENOMEM;
+    if (!WqeBuilder(*qp, qp->wr.cur, false).inline_data(num, [&](size_t i) { return bufs[i]; })) {
+        fail(qp->wr, ENOMEM);
         return;
     }
-    WqeBuilder(*qp, qp->wr.cur, false).inline_data(num, static_cast<uint32_t>(total), [&](size_t i) {
-        return bufs[i];
-    });
     qp->wr.inl = true;
     wr_setter_done(qp);
 }
@@ -894,12 +991,17 @@ void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
 void wr_start(ibv_qp_ex* qpx) {
     Mlx5Qp* qp = to_mqp(qpx);
     qp->sq.lock.lock();
-    qp->wr = WrBatch{};
-    qp->wr.start_post = qp->sq.cur_post;
+    // Only what a batch reads before writing it starts afresh; the cursor
+    // and the last WQE's figures are written before they are read.
+    WrBatch& b = qp->wr;
+    b.nreq = 0;
+    b.err = 0;
+    b.open = false;
+    b.start_post = qp->sq.cur_post;
     // A send queue not open yet (or reset) takes no batch, not even an
     // empty one.
     if (qp->sq.post_gs < 0) [[unlikely]]
-        qp->wr.err = EINVAL;
+        b.err = EINVAL;
 }
 
 // A batch with an error posts nothing: the WQEs written stay invisible to
@@ -967,15 +1069,16 @@ void install_qp_ex_ops(ibv_qp_ex& q) {
     q.wr_start = wr_start;
     q.wr_complete = wr_complete;
     q.wr_abort = wr_abort;
-    q.wr_send = wr_send;
-    q.wr_send_imm = wr_send_imm;
+    const bool ud = q.qp_base.qp_type == IBV_QPT_UD;
+    q.wr_send = ud ? wr_send<Xport::ud> : wr_send<Xport::connected>;
+    q.wr_send_imm = ud ? wr_send_imm<Xport::ud> : wr_send_imm<Xport::connected>;
     q.wr_send_inv = wr_send_inv;
     q.wr_rdma_write = wr_rdma_write;
     q.wr_rdma_write_imm = wr_rdma_write_imm;
     q.wr_rdma_read = wr_rdma_read;
     q.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     q.wr_atomic_fetch_add = wr_atomic_fetch_add;
-    q.wr_set_ud_addr = wr_set_ud_addr;
+    q.wr_set_ud_addr = ud ? wr_set_ud_addr : wr_no_ud_addr;
     q.wr_set_sge = wr_set_sge;
     q.wr_set_sge_list = wr_set_sge_list;
     q.wr_set_inline_data = wr_set_inline_data;

@@ -731,6 +731,116 @@ out:
         ibv_destroy_qp(b);
 }
 
+/* Inline sends of every size class the provider copies differently (0 to
+ * 64 bytes, one SGE or split over two, the second pushing past the QP's
+ * inline limit), through ibv_post_send and through ibv_wr_*: what arrives
+ * must be what was sent, and the SQ (8 WRs) wraps several times on the
+ * way. */
+static void inline_sizes(struct env* e) {
+    printf("inline sizes\n");
+    struct ibv_qp_init_attr_ex x = {
+        .send_cq = e->cq,
+        .recv_cq = e->cq,
+        .qp_type = IBV_QPT_RC,
+        .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2, .max_recv_sge = 1, .max_inline_data = 64},
+        .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+        .pd = e->pd,
+        .send_ops_flags = IBV_QP_EX_WITH_SEND};
+    struct ibv_qp* a = ibv_create_qp_ex(e->ctx, &x);
+    struct ibv_qp* b = make_qp(e, IBV_QPT_RC, NULL);
+    if (!a || !b || connect_pair(e, a, b)) {
+        printf("  setup failed\n");
+        goto out;
+    }
+    printf("  max_inline %u\n", x.cap.max_inline_data);
+    const unsigned sizes[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47, 48, 63, 64};
+    uint8_t* src = (uint8_t*)e->buf;
+    uint8_t* dst = (uint8_t*)e->buf + 8192;
+    struct ibv_qp_ex* q = ibv_qp_to_qp_ex(a);
+    uint64_t id = 900;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        for (int how = 0; how < 3; how++) { /* post_send 1 SGE, post_send 2 SGEs, wr_* list of 2 */
+            const unsigned len = sizes[i];
+            const unsigned first = how ? len / 3 : len;
+            for (unsigned k = 0; k < len; k++)
+                src[k] = (uint8_t)(k * 7 + len + how);
+            memset(dst, 0xee, 128);
+            struct ibv_sge r = {.addr = (uintptr_t)dst, .length = 128, .lkey = e->mr->lkey};
+            struct ibv_recv_wr rw = {.wr_id = id, .sg_list = &r, .num_sge = 1}, *bad_r;
+            int pr = ibv_post_recv(b, &rw, &bad_r);
+            struct ibv_sge two[2] = {{(uintptr_t)src, first, e->mr->lkey},
+                                     {(uintptr_t)(src + first), len - first, e->mr->lkey}};
+            int ps;
+            if (how < 2) {
+                struct ibv_send_wr sw = {.wr_id = id + 1,
+                                         .sg_list = two,
+                                         .num_sge = how ? 2 : 1,
+                                         .opcode = IBV_WR_SEND,
+                                         .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+                                   *bad_s;
+                ps = ibv_post_send(a, &sw, &bad_s);
+            } else {
+                struct ibv_data_buf bufs[2] = {{two[0].addr ? (void*)(uintptr_t)two[0].addr : NULL, two[0].length},
+                                               {(void*)(uintptr_t)two[1].addr, two[1].length}};
+                ibv_wr_start(q);
+                q->wr_id = id + 1;
+                q->wr_flags = IBV_SEND_SIGNALED;
+                ibv_wr_send(q);
+                ibv_wr_set_inline_data_list(q, 2, bufs);
+                ps = ibv_wr_complete(q);
+            }
+            int got = 0, ok = 0;
+            unsigned rlen = 0;
+            struct timespec t0, t;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            while (got < 2 && !pr && !ps) {
+                struct ibv_wc wc;
+                int n = ibv_poll_cq(e->cq, 1, &wc);
+                if (n < 0)
+                    break;
+                if (n == 0) {
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    if (t.tv_sec - t0.tv_sec > 5)
+                        break;
+                    continue;
+                }
+                got++;
+                if (wc.wr_id == id && wc.status == IBV_WC_SUCCESS) {
+                    rlen = wc.byte_len;
+                    ok = memcmp(dst, src, len) == 0 && dst[len] == 0xee;
+                }
+            }
+            printf("  %2u bytes %-9s recv %s send %s completions %d len %u data ok %d\n", len,
+                   how == 0       ? "1 sge"
+                       : how == 1 ? "2 sges"
+                                  : "wr list",
+                   err_name(pr), err_name(ps), got, rlen, ok);
+            id += 2;
+        }
+    }
+    /* Over the limit only once the second piece is counted. */
+    const unsigned lim = x.cap.max_inline_data;
+    struct ibv_sge over[2] = {{(uintptr_t)src, lim, e->mr->lkey}, {(uintptr_t)src, 1, e->mr->lkey}};
+    struct ibv_send_wr ow = {.wr_id = 1,
+                             .sg_list = over,
+                             .num_sge = 2,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_INLINE},
+                       *bad_o = NULL;
+    post("inline limit + 1 in the 2nd sge", ibv_post_send(a, &ow, &bad_o));
+    printf("  bad_wr is it %d\n", bad_o == &ow);
+    struct ibv_data_buf obufs[2] = {{src, lim}, {src, 1}};
+    ibv_wr_start(q);
+    ibv_wr_send(q);
+    ibv_wr_set_inline_data_list(q, 2, obufs);
+    post("wr list limit + 1", ibv_wr_complete(q));
+out:
+    if (a)
+        ibv_destroy_qp(a);
+    if (b)
+        ibv_destroy_qp(b);
+}
+
 int main(void) {
     int n = 0;
     struct ibv_device** list = ibv_get_device_list(&n);
@@ -813,6 +923,7 @@ int main(void) {
     srq_traffic(&e);
     error_traffic(&e);
     wr_api(&e);
+    inline_sizes(&e);
     state_posts(&e);
 
     /* The same traffic once more, its completions read through an
