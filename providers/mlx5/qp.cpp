@@ -532,7 +532,7 @@ namespace {
 // Up to 32 bytes in at most four loads and stores: two copies that
 // overlap in the middle (inline payloads are mostly this small, and a
 // call to memcpy costs more than the copy).
-inline void copy_small(uint8_t* dst, const uint8_t* src, size_t len) {
+[[gnu::always_inline]] inline void copy_small(uint8_t* dst, const uint8_t* src, size_t len) {
     auto pair = [&](auto word) {
         using W = decltype(word);
         W a;
@@ -559,12 +559,10 @@ inline void copy_small(uint8_t* dst, const uint8_t* src, size_t len) {
 }
 
 // Copies `len` bytes into the send queue from `dst` on, around the ring's
-// end; returns where the copy ended.
-inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
-    if (len <= 32 && static_cast<size_t>(qp.sq_end - dst) >= len) [[likely]] {
-        copy_small(dst, src, len);
-        return dst + len;
-    }
+// end; returns where the copy ended. Small copies short of the end are
+// done in line; the rest, out of line, so that the caller's loop holds no
+// call on its usual path.
+[[gnu::noinline]] uint8_t* copy_to_sq_long(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
     while (len) {
         if (dst == qp.sq_end)
             dst = qp.sq.start;
@@ -575,6 +573,14 @@ inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, s
         len -= k;
     }
     return dst;
+}
+
+inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
+    if (len <= 32 && static_cast<size_t>(qp.sq_end - dst) >= len) [[likely]] {
+        copy_small(dst, src, len);
+        return dst + len;
+    }
+    return copy_to_sq_long(qp, dst, src, len);
 }
 
 // One send WQE being written at the SQ's producer position: the control
