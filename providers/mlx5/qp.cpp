@@ -648,7 +648,6 @@ struct WqeBuilder {
     template <class Piece>
     bool inline_data(size_t n, Piece piece) {
         wrap();
-        auto* hdr = reinterpret_cast<mlx5_wqe_inl_data_seg*>(seg);
         uint8_t* dst = seg + kInlineHdr;
         size_t total = 0;
         for (size_t i = 0; i < n; ++i) {
@@ -658,15 +657,29 @@ struct WqeBuilder {
                 return false;
             dst = copy_to_sq(qp, dst, static_cast<const uint8_t*>(p.addr), p.length);
         }
-        if (!total)
-            return true;  // no segment at all
-        hdr->byte_count = htobe32(static_cast<uint32_t>(total) | MLX5_INLINE_SEG);
-        const uint32_t units = align_up(static_cast<uint32_t>(total) + kInlineHdr, kSegSize) / kSegSize;
+        if (total)  // else no segment at all
+            end_inline(static_cast<uint32_t>(total));
+        return true;
+    }
+    // One piece of inline data; a small one short of the SQ's end without
+    // a loop.
+    bool inline_one(const void* addr, size_t len) {
+        wrap();
+        uint8_t* dst = seg + kInlineHdr;
+        if (len > 32 || len > qp.max_inline || static_cast<size_t>(qp.sq_end - dst) < len || !len) [[unlikely]]
+            return inline_data(1, [&](size_t) { return ibv_data_buf{const_cast<void*>(addr), len}; });
+        copy_small(dst, static_cast<const uint8_t*>(addr), len);
+        end_inline(static_cast<uint32_t>(len));
+        return true;
+    }
+    // The inline segment's header once its `total` bytes are in.
+    void end_inline(uint32_t total) {
+        reinterpret_cast<mlx5_wqe_inl_data_seg*>(seg)->byte_count = htobe32(total | MLX5_INLINE_SEG);
+        const uint32_t units = align_up(total + kInlineHdr, kSegSize) / kSegSize;
         size += units;
         seg += units * kSegSize;
         if (seg >= qp.sq_end)
             seg = qp.sq.start + (seg - qp.sq_end);
-        return true;
     }
     // The control segment but its DS count, and the bookkeeping the
     // completion needs: all known when the WQE begins, so the ibv_wr_*
@@ -990,8 +1003,15 @@ void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* buf
 }
 
 void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
-    const ibv_data_buf buf{addr, length};
-    wr_set_inline_data_list(qpx, 1, &buf);
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!data_open(qp))
+        return;
+    if (!WqeBuilder(*qp, qp->wr.cur, false).inline_one(addr, length)) {
+        fail(qp->wr, ENOMEM);
+        return;
+    }
+    qp->wr.inl = true;
+    wr_setter_done(qp);
 }
 
 void wr_start(ibv_qp_ex* qpx) {

@@ -14,6 +14,7 @@
 //     rc_wr_send      ibv_wr_start/ibv_wr_send/ibv_wr_set_sge/ibv_wr_complete,
 //                     and the CQ read by ibv_start_poll/ibv_end_poll
 //     ud_wr_send      the same for UD (ibv_wr_set_ud_addr)
+//     rc_wr_inline    rc_wr_send with ibv_wr_set_inline_data (8 bytes)
 // It prints the number of calls of each do_* function.
 #include <infiniband/verbs.h>
 
@@ -40,14 +41,17 @@ namespace {
 
 // One send through the work-request interface: the four calls a user
 // makes for it.
-[[gnu::noinline]] int do_wr(ibv_qp_ex* qpx, const ibv_sge& sge, uint64_t id, ibv_ah* ah, uint32_t rqpn) {
+[[gnu::noinline]] int do_wr(ibv_qp_ex* qpx, const ibv_sge& sge, uint64_t id, ibv_ah* ah, uint32_t rqpn, bool inl) {
     ibv_wr_start(qpx);
     qpx->wr_id = id;
     qpx->wr_flags = IBV_SEND_SIGNALED;
     ibv_wr_send(qpx);
     if (ah)
         ibv_wr_set_ud_addr(qpx, ah, rqpn, 0x11111111);
-    ibv_wr_set_sge(qpx, sge.lkey, sge.addr, sge.length);
+    if (inl)
+        ibv_wr_set_inline_data(qpx, reinterpret_cast<void*>(sge.addr), sge.length);
+    else
+        ibv_wr_set_sge(qpx, sge.lkey, sge.addr, sge.length);
     return ibv_wr_complete(qpx);
 }
 
@@ -81,10 +85,11 @@ int main(int argc, char** argv) {
     const char* mode = argc > 3 ? argv[3] : "rc_write";
     const bool ud = !strncmp(mode, "ud_", 3);
     const bool wr_api = strstr(mode, "_wr_") != nullptr;
-    const bool inl = !strcmp(mode, "rc_send_inline");
+    const bool wr_inl = !strcmp(mode, "rc_wr_inline");
+    const bool inl = !strcmp(mode, "rc_send_inline") || wr_inl;
     const bool send = strcmp(mode, "rc_write") != 0;
     if (strcmp(mode, "rc_write") && strcmp(mode, "rc_send_inline") && strcmp(mode, "ud_send") &&
-        strcmp(mode, "rc_wr_send") && strcmp(mode, "ud_wr_send")) {
+        strcmp(mode, "rc_wr_send") && strcmp(mode, "ud_wr_send") && !wr_inl) {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;
     }
@@ -223,7 +228,7 @@ int main(int argc, char** argv) {
         }
         for (int i = 0; i < batch; ++i) {
             if (wr_api) {
-                if (do_wr(qpx, sge, static_cast<uint64_t>(i), ah, qps[1]->qp_num))
+                if (do_wr(qpx, sge, static_cast<uint64_t>(i), ah, qps[1]->qp_num, wr_inl))
                     return die("wr_complete");
                 ++wrs;
             } else {
