@@ -212,7 +212,8 @@ int Context::cmd_dealloc_mw(ibv_mw* mw) {
 
 // ---------------------------------------------------------------------- CQ
 
-int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* vcq, const Udata& u) {
+int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* vcq, const Udata& u,
+                           uint32_t flags) {
     ibv_cq* cq = vcq->cq();
     const uint64_t user_handle = reinterpret_cast<uintptr_t>(cq);
     uint32_t handle = 0, granted = 0;
@@ -226,6 +227,8 @@ int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, 
         if (channel)
             io.fd_in(UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, channel->fd);
         io.in(UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, vector);
+        if (flags)
+            io.in(UVERBS_ATTR_CREATE_CQ_FLAGS, flags);
         io.out(UVERBS_ATTR_CREATE_CQ_RESP_CQE, granted);
         add_event_fd(io, UVERBS_ATTR_CREATE_CQ_EVENT_FD, ibv()->async_fd);
         io.udata(u.in, u.in_len, u.out, u.out_len);
@@ -235,7 +238,19 @@ int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, 
         else if (note_ioctl_result(kCqCreate, e))
             e = -1;
     }
-    if (e < 0) {
+    if (e < 0 && flags) {
+        ib_uverbs_ex_create_cq cmd{};
+        cmd.user_handle = user_handle;
+        cmd.cqe = static_cast<uint32_t>(cqe);
+        cmd.comp_vector = static_cast<uint32_t>(comp_vector);
+        cmd.comp_channel = channel ? channel->fd : -1;
+        cmd.flags = flags;
+        ib_uverbs_ex_create_cq_resp resp{};
+        e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_CQ, cmd, &resp, sizeof(resp), u.out, u.out_len,
+                         u.in, u.in_len);
+        handle = resp.base.cq_handle;
+        granted = resp.base.cqe;
+    } else if (e < 0) {
         ib_uverbs_create_cq cmd{};
         cmd.user_handle = user_handle;
         cmd.cqe = static_cast<uint32_t>(cqe);

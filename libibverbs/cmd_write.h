@@ -98,30 +98,37 @@ int write_cmd_noresp(const CmdChannel& ch, uint32_t command, const Cmd& cmd, con
 // Extended commands: a second header; sizes in 8-byte words, headers excluded.
 // The driver's response (drv_out, at most 256 bytes) follows the core one:
 // on the write path the kernel writes it right after resp_len bytes.
+// The driver's request (drv_in, at most 256 bytes, padded to 8-byte words
+// on the write path) follows the core request.
 template <class Cmd, class Resp>
 int write_ex_cmd(const CmdChannel& ch, uint32_t command, const Cmd& cmd, Resp* resp, size_t resp_len,
-                 void* drv_out = nullptr, size_t drv_out_len = 0) {
-    if (drv_out_len > 256 || resp_len > sizeof(Resp))
+                 void* drv_out = nullptr, size_t drv_out_len = 0, const void* drv_in = nullptr, size_t drv_in_len = 0) {
+    if (drv_out_len > 256 || drv_in_len > 256 || resp_len > sizeof(Resp))
         return EINVAL;
     int r = detail::invoke_write(ch, IB_USER_VERBS_CMD_FLAG_EXTENDED | command, &cmd, sizeof(Cmd), resp, resp_len,
-                                 nullptr, 0, drv_out, drv_out_len);
+                                 drv_in, drv_in_len, drv_out, drv_out_len);
     if (r >= 0)
         return r;
     alignas(8) unsigned char out[sizeof(Resp) + 256];
     void* target = drv_out_len ? static_cast<void*>(out) : static_cast<void*>(resp);
-    alignas(8) unsigned char msg[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_ex_cmd_hdr) + sizeof(Cmd)];
+    alignas(8) unsigned char msg[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_ex_cmd_hdr) + sizeof(Cmd) + 256] = {};
+    const size_t drv_in8 = (drv_in_len + 7) / 8 * 8;
+    const size_t msg_len = sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_ex_cmd_hdr) + sizeof(Cmd) + drv_in8;
     ib_uverbs_cmd_hdr hdr{};
     hdr.command = IB_USER_VERBS_CMD_FLAG_EXTENDED | command;
     hdr.in_words = static_cast<uint16_t>(sizeof(Cmd) / 8);
     hdr.out_words = static_cast<uint16_t>(resp_len / 8);
     ib_uverbs_ex_cmd_hdr ex{};
     ex.response = reinterpret_cast<uintptr_t>(target);
+    ex.provider_in_words = static_cast<uint16_t>(drv_in8 / 8);
     ex.provider_out_words = static_cast<uint16_t>(drv_out_len / 8);
     std::memcpy(msg, &hdr, sizeof(hdr));
     std::memcpy(msg + sizeof(hdr), &ex, sizeof(ex));
     std::memcpy(msg + sizeof(hdr) + sizeof(ex), &cmd, sizeof(Cmd));
-    ssize_t n = ::write(ch.fd, msg, sizeof(msg));
-    if (n != static_cast<ssize_t>(sizeof(msg)))
+    if (drv_in_len)
+        std::memcpy(msg + sizeof(hdr) + sizeof(ex) + sizeof(Cmd), drv_in, drv_in_len);
+    ssize_t n = ::write(ch.fd, msg, msg_len);
+    if (n != static_cast<ssize_t>(msg_len))
         return n < 0 ? errno : EIO;
     if (drv_out_len) {
         std::memcpy(resp, out, resp_len);

@@ -300,7 +300,10 @@ public:
     int cmd_dereg_mr(VerbsMr* mr);
     int cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata& u = {});
     int cmd_dealloc_mw(ibv_mw* mw);
-    int cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* cq, const Udata& u = {});
+    // flags: IB_UVERBS_CQ_FLAGS_* for the kernel (0 for none; with flags
+    // the write fallback is the extended command).
+    int cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, VerbsCq* cq, const Udata& u = {},
+                      uint32_t flags = 0);
     int cmd_resize_cq(ibv_cq* cq, int cqe, const Udata& u = {});
     int cmd_req_notify_cq(ibv_cq* cq, int solicited_only);
     int cmd_destroy_cq(ibv_cq* cq);  // waits until the app acked every event

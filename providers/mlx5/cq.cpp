@@ -251,7 +251,8 @@ int cq_size_error(int cqe, int cqe_size) {
 }  // namespace
 
 Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags,
-                            bool single_threaded, int cqe_size, uint32_t drv_flags, Mlx5Pd* parent) {
+                            bool single_threaded, int cqe_size, uint32_t drv_flags, Mlx5Pd* parent,
+                            uint32_t core_flags) {
     if (int e = cq_size_error(cqe, cqe_size)) {
         errno = e;
         return nullptr;
@@ -281,7 +282,7 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         req.flags = static_cast<uint16_t>(drv_flags);
         mlx5_ib_create_cq_resp resp{};
         if (int e = cmd_create_cq(static_cast<int>(cq.ncqe - 1), channel, comp_vector, &cq.vcq,
-                                  Udata{&req, sizeof(req), &resp, sizeof(resp)}))
+                                  Udata{&req, sizeof(req), &resp, sizeof(resp)}, core_flags))
             return e;
         cq.cqn = resp.cqn;
         install_cq_ex_ops(cq, single_threaded || env_.single_threaded);
@@ -324,11 +325,6 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
         MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE | MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
     if (dv && (dv->comp_mask & ~kDvMask)) {
         errno = EINVAL;
-        return nullptr;
-    }
-    // A CQ that may overrun needs the extended command: refused.
-    if (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) {
-        errno = EOPNOTSUPP;
         return nullptr;
     }
     if (attr->cqe > static_cast<uint32_t>(INT32_MAX)) {
@@ -376,14 +372,81 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
             return nullptr;
         }
     }
+    // A CQ that may overrun: the device writes over a full ring instead
+    // of reporting a CQ error (a core flag of the create command).
+    const uint32_t core_flags = (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) ? IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN : 0;
     Mlx5Cq* cq = new_cq(static_cast<int>(attr->cqe), attr->channel, static_cast<int>(attr->comp_vector), attr->wc_flags,
-                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED, cqe_size, drv_flags, parent);
+                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED, cqe_size, drv_flags, parent, core_flags);
     if (!cq)
         return nullptr;
     cq->parent = parent;
     hold(parent);
     cq->vcq.cq_ex.cq_context = attr->cq_context;
     return &cq->vcq.cq_ex;
+}
+
+// ibv_resize_cq: a new ring, the device told to switch to it (it marks
+// the switch with a RESIZE_CQ CQE in the old ring, after what it had
+// written), and the CQEs not polled yet carried over, each one place on
+// (the marker took a count), in the new ring's owner parity. The CQE size
+// stays. The reference's answers: EINVAL for a size whose ring would pass
+// 2 GiB of 64-byte CQEs, nothing to do for the same ring size, -1 (errno
+// ENOMEM) for a ring of 2 GiB or more at this CQE size; a size the device
+// cannot have is refused before the ring is allocated (the reference
+// allocates it first, and the kernel then says EINVAL).
+int Mlx5Context::resize_cq(ibv_cq* ibcq, int cqe) {
+    Mlx5Cq* cq = to_mcq(ibcq);
+    if (cqe < 0 || static_cast<int64_t>(cqe) * 64 > INT32_MAX)
+        return EINVAL;
+    std::lock_guard guard(cq->lock);
+    const uint32_t ncqe = roundup_pow2(static_cast<uint32_t>(cqe) + 1);
+    if (ncqe == cq->ncqe)
+        return 0;
+    if (static_cast<uint64_t>(ncqe) * cq->cqe_size > INT32_MAX) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (static_cast<uint64_t>(ncqe) - 1 > static_cast<uint64_t>(caps_.max_cqe) + 1)
+        return EINVAL;
+    DmaBuf ring;
+    if (int e =
+            ring.alloc(static_cast<size_t>(ncqe) * cq->cqe_size, ring_source("MLX_CQ", MLX5DV_RES_TYPE_CQ, cq->parent)))
+        return e;
+    auto slot = [&](uint8_t* base, uint32_t n, uint32_t index) {
+        return base + static_cast<size_t>(index & (n - 1)) * cq->cqe_size;
+    };
+    const uint32_t tail = cq->cqe_size - sizeof(mlx5_cqe64);  // the CQE proper in its slot
+    for (uint32_t i = 0; i < ncqe; ++i)
+        reinterpret_cast<mlx5_cqe64*>(slot(ring.get(), ncqe, i) + tail)->op_own = MLX5_CQE_INVALID << 4;
+    mlx5_ib_resize_cq req{};
+    req.buf_addr = reinterpret_cast<uintptr_t>(ring.get());
+    req.cqe_size = static_cast<uint16_t>(cq->cqe_size);
+    if (int e = cmd_resize_cq(ibcq, static_cast<int>(ncqe - 1), Udata{&req, sizeof(req), nullptr, 0}))
+        return e;
+    // Carry over up to the marker; at most one pass of the old ring.
+    uint32_t i = cq->cons_index;
+    bool marked = false;
+    for (uint32_t k = 0; k < cq->ncqe; ++k, ++i) {
+        const mlx5_cqe64* old = sw_cqe(cq, i);
+        if (!old)
+            break;
+        from_device_barrier();
+        if ((old->op_own >> 4) == MLX5_CQE_RESIZE_CQ) {
+            marked = true;
+            break;
+        }
+        uint8_t* to = slot(ring.get(), ncqe, i + 1);
+        std::memcpy(to, slot(cq->buf.get(), cq->ncqe, i), cq->cqe_size);
+        auto* c = reinterpret_cast<mlx5_cqe64*>(to + tail);
+        c->op_own = static_cast<uint8_t>((c->op_own & ~MLX5_CQE_OWNER_MASK) | (((i + 1) & ncqe) ? 1 : 0));
+    }
+    if (marked)
+        ++cq->cons_index;
+    else if (FILE* out = debug_file())
+        fprintf(out, "mlx5: %s: cq 0x%x resized without the device's resize CQE\n", hostname(), cq->cqn);
+    cq->buf.swap(ring);
+    cq->ncqe = ncqe;
+    return 0;
 }
 
 int Mlx5Context::destroy_cq(ibv_cq* ibcq) {

@@ -512,6 +512,7 @@ void Mlx5Context::probe_device() {
     }
     if (cmd_query_device_ex(nullptr, &attr, sizeof(attr), &raw_fw, u) == 0) {
         caps_.atomic_cap = attr.orig_attr.atomic_cap;
+        caps_.max_cqe = static_cast<uint32_t>(attr.orig_attr.max_cqe);
         caps_.device_cap_flags_ex = attr.device_cap_flags_ex;
         // The mlx5 capabilities mlx5dv reports (zero without driver data).
         if (drv.mlx5_ib_support_multi_pkt_send_wqes & MLX5_IB_ALLOW_MPW)

@@ -89,6 +89,7 @@ struct Caps {
     uint32_t comp_mask = 0;  // MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_*
     uint32_t dump_fill_mkey = 0;
     ibv_atomic_cap atomic_cap = IBV_ATOMIC_NONE;
+    uint32_t max_cqe = UINT32_MAX - 1;  // the device's, once queried (unknown: no limit here)
     uint64_t device_cap_flags_ex = 0;
     uint8_t link_layer[2] = {};  // ports 1 and 2, IBV_LINK_LAYER_*
     // What the mlx5 part of the device query reports, kept for mlx5dv
@@ -142,6 +143,7 @@ public:
     ibv_cq* create_cq(int cqe, ibv_comp_channel* channel, int comp_vector) override;
     ibv_cq_ex* create_cq_ex(ibv_cq_init_attr_ex* attr) override;
     int destroy_cq(ibv_cq* cq) override;
+    int resize_cq(ibv_cq* cq, int cqe) override;
     void cq_event(ibv_cq* cq) override;
 
     ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) override;
@@ -223,7 +225,7 @@ private:
     void probe_device();
     // cqe_size: 64 or 128 (else EINVAL); drv_flags: MLX5_IB_CREATE_CQ_FLAGS_*.
     struct Mlx5Cq* new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags, bool single_threaded,
-                          int cqe_size, uint32_t drv_flags, Mlx5Pd* parent = nullptr);
+                          int cqe_size, uint32_t drv_flags, Mlx5Pd* parent = nullptr, uint32_t core_flags = 0);
     // send_ops: the ibv_wr_* operations asked for, 0 for the default set;
     // drv_flags: MLX5_QP_FLAG_* for the kernel.
     Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
@@ -295,6 +297,16 @@ public:
     // `cmd_fd`: the device file contiguous pages are mapped from.
     int alloc(size_t size, const BufSource& from);
     void reset();
+    void swap(DmaBuf& o) noexcept {
+        std::swap(addr_, o.addr_);
+        std::swap(size_, o.size_);
+        std::swap(kind_, o.kind_);
+        std::swap(ext_, o.ext_);
+        std::swap(parent_pd_, o.parent_pd_);
+        std::swap(parent_ctx_, o.parent_ctx_);
+        std::swap(parent_free_, o.parent_free_);
+        std::swap(res_type_, o.res_type_);
+    }
     uint8_t* get() const { return addr_; }
     size_t size() const { return size_; }
 

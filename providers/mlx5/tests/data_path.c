@@ -7,7 +7,9 @@
  * printed may depend on the run: QP numbers and keys are shown as
  * relations ("= local QP"), not values. */
 #include <arpa/inet.h>
+#include <unistd.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -841,6 +843,176 @@ out:
         ibv_destroy_qp(b);
 }
 
+/* ibv_resize_cq: the sizes and errnos, then a resize with completions
+ * not yet polled (they must all come out, in order, from the new ring),
+ * traffic on the new ring, and a shrink. */
+static void cq_resize_traffic(struct env* e) {
+    printf("CQ resize\n");
+    struct ibv_cq* cq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+    if (!cq) {
+        printf("  create_cq: %s\n", err_name(errno));
+        return;
+    }
+    printf("  created cqe %d\n", cq->cqe);
+    const int sizes[] = {7, 4, 0, -1, 1 << 24, (1 << 24) + 1, 1 << 30, 16};
+    /* With 128-byte CQEs Debian's libmlx5 overflows its ring size for the
+     * 2^25-entry rings and crashes: those two sizes run at 64 bytes only. */
+    const char* cqe_size = getenv("MLX5_CQE_SIZE");
+    const int big_cqes = cqe_size && atoi(cqe_size) == 128;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        if (big_cqes && sizes[i] >= (1 << 24) && sizes[i] < (1 << 25))
+            continue;
+        int r = ibv_resize_cq(cq, sizes[i]);
+        printf("  resize to %d: %s, cqe %d\n", sizes[i], err_name(r), cq->cqe);
+    }
+    struct ibv_qp_init_attr qa = {.send_cq = cq,
+                                  .recv_cq = cq,
+                                  .qp_type = IBV_QPT_RC,
+                                  .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp* a = ibv_create_qp(e->pd, &qa);
+    struct ibv_qp* b = ibv_create_qp(e->pd, &qa);
+    if (!a || !b || connect_pair(e, a, b))
+        goto out;
+    struct ibv_sge s = {.addr = (uintptr_t)e->buf, .length = 8, .lkey = e->mr->lkey};
+    struct ibv_send_wr w = {.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    w.wr.rdma.remote_addr = (uintptr_t)(e->buf + 4096);
+    w.wr.rdma.rkey = e->mr->rkey;
+    /* rounds: CQEs left waiting, then the new size */
+    const int plan[][2] = {{3, 100}, {5, 12}, {5, 3}, {2, 3}, {0, 40}};
+    uint64_t id = 1;
+    for (size_t p = 0; p < sizeof(plan) / sizeof(plan[0]); p++) {
+        const int waiting = plan[p][0];
+        for (int i = 0; i < waiting; i++) {
+            w.wr_id = id++;
+            if (ibv_post_send(a, &w, &bad))
+                printf("  post failed\n");
+        }
+        usleep(50000); /* the device writes them (the emulator's engine) */
+        int r = ibv_resize_cq(cq, plan[p][1]);
+        printf("  %d waiting, resize to %d: %s, cqe %d; polled:", waiting, plan[p][1], err_name(r), cq->cqe);
+        struct ibv_wc wc;
+        int n, got = 0;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            n = ibv_poll_cq(cq, 1, &wc);
+            if (n < 0) {
+                printf(" poll error %d", n);
+                break;
+            }
+            if (n == 1) {
+                printf(" %llu/%s", (unsigned long long)wc.wr_id, wc.status ? ibv_wc_status_str(wc.status) : "ok");
+                got++;
+                continue;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (got >= waiting || t.tv_sec - t0.tv_sec > 2)
+                break;
+        }
+        printf("\n");
+        /* and the ring in use afterwards: a few more, polled as they come */
+        for (int i = 0; i < 3; i++) {
+            w.wr_id = id++;
+            ibv_post_send(a, &w, &bad);
+        }
+        got = 0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        printf("    then:");
+        while (got < 3) {
+            n = ibv_poll_cq(cq, 1, &wc);
+            if (n == 1) {
+                printf(" %llu/%s", (unsigned long long)wc.wr_id, wc.status ? ibv_wc_status_str(wc.status) : "ok");
+                got++;
+                continue;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (n < 0 || t.tv_sec - t0.tv_sec > 2) {
+                printf(" (stopped after %d)", got);
+                break;
+            }
+        }
+        printf("\n");
+    }
+out:
+    if (a)
+        ibv_destroy_qp(a);
+    if (b)
+        ibv_destroy_qp(b);
+    ibv_destroy_cq(cq);
+}
+
+/* A CQ of two entries takes four completions: a plain one keeps the first
+ * two and reports the overrun (IBV_EVENT_CQ_ERR); one created with
+ * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN is written over, and its consumer,
+ * a whole pass behind, finds no CQE it owns. */
+static const char* drain_async(struct env* e) {
+    static char seen[128];
+    seen[0] = 0;
+    struct pollfd p = {.fd = e->ctx->async_fd, .events = POLLIN};
+    while (poll(&p, 1, 0) == 1) {
+        struct ibv_async_event ev;
+        if (ibv_get_async_event(e->ctx, &ev))
+            break;
+        size_t n = strlen(seen);
+        snprintf(seen + n, sizeof(seen) - n, " %s", ibv_event_type_str(ev.event_type));
+        ibv_ack_async_event(&ev);
+    }
+    return seen[0] ? seen : " none";
+}
+
+static void overrun_traffic(struct env* e) {
+    printf("CQ overrun\n");
+    for (int ignore = 0; ignore < 2; ignore++) {
+        struct ibv_cq_init_attr_ex ca = {.cqe = 1,
+                                         .wc_flags = IBV_WC_STANDARD_FLAGS,
+                                         .comp_mask = ignore ? IBV_CQ_INIT_ATTR_MASK_FLAGS : 0,
+                                         .flags = ignore ? IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN : 0};
+        drain_async(e);
+        struct ibv_cq_ex* cqx = ibv_create_cq_ex(e->ctx, &ca);
+        printf("  %s: create %s", ignore ? "ignore overrun" : "plain", err_name(cqx ? 0 : errno));
+        if (!cqx) {
+            printf("\n");
+            continue;
+        }
+        struct ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+        printf(", cqe %d\n", cq->cqe);
+        struct ibv_qp_init_attr qa = {
+            .send_cq = cq,
+            .recv_cq = e->cq,
+            .qp_type = IBV_QPT_RC,
+            .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+        struct ibv_qp* a = ibv_create_qp(e->pd, &qa);
+        struct ibv_qp* b = make_qp(e, IBV_QPT_RC, NULL);
+        if (a && b && !connect_pair(e, a, b)) {
+            struct ibv_sge s = {.addr = (uintptr_t)e->buf, .length = 8, .lkey = e->mr->lkey};
+            struct ibv_send_wr w = {.sg_list = &s,
+                                    .num_sge = 1,
+                                    .opcode = IBV_WR_RDMA_WRITE,
+                                    .send_flags = IBV_SEND_SIGNALED},
+                               *bad;
+            w.wr.rdma.remote_addr = (uintptr_t)(e->buf + 4096);
+            w.wr.rdma.rkey = e->mr->rkey;
+            for (int i = 0; i < 4; i++) {
+                w.wr_id = 60 + i;
+                ibv_post_send(a, &w, &bad);
+            }
+            usleep(100000);
+            printf("    polled:");
+            struct ibv_wc wc;
+            for (int i = 0; i < 6; i++)
+                if (ibv_poll_cq(cq, 1, &wc) == 1)
+                    printf(" %llu/%s", (unsigned long long)wc.wr_id, wc.status ? ibv_wc_status_str(wc.status) : "ok");
+            printf("\n    async events:%s\n", drain_async(e));
+        }
+        if (a)
+            ibv_destroy_qp(a);
+        if (b)
+            ibv_destroy_qp(b);
+        ibv_destroy_cq(cq);
+    }
+}
+
 int main(void) {
     int n = 0;
     struct ibv_device** list = ibv_get_device_list(&n);
@@ -879,6 +1051,8 @@ int main(void) {
     cq_ex_case(&e, "wall-clock timestamp", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, 0, 0);
     cq_ex_case(&e, "single threaded", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS,
                IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+    cq_ex_case(&e, "ignore overrun", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS,
+               IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
     cq_ex_case(&e, "unknown flag", IBV_WC_STANDARD_FLAGS, IBV_CQ_INIT_ATTR_MASK_FLAGS, 1 << 5);
     cq_ex_case(&e, "unknown comp_mask", IBV_WC_STANDARD_FLAGS, 1 << 6, 0);
     cq_ex_case(&e, "unknown wc flag", 1ull << 40, 0, 0);
@@ -924,6 +1098,8 @@ int main(void) {
     error_traffic(&e);
     wr_api(&e);
     inline_sizes(&e);
+    cq_resize_traffic(&e);
+    overrun_traffic(&e);
     state_posts(&e);
 
     /* The same traffic once more, its completions read through an

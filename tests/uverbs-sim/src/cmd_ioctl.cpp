@@ -555,6 +555,7 @@ constexpr WriteCmd kWriteCmds[] = {
     {IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, sizeof(ib_uverbs_create_comp_channel),
      sizeof(ib_uverbs_create_comp_channel_resp)},
     {IB_USER_VERBS_CMD_CREATE_CQ, sizeof(ib_uverbs_create_cq), sizeof(ib_uverbs_create_cq_resp)},
+    {IB_USER_VERBS_CMD_RESIZE_CQ, sizeof(ib_uverbs_resize_cq), sizeof(ib_uverbs_resize_cq_resp)},
     {IB_USER_VERBS_CMD_DESTROY_CQ, sizeof(ib_uverbs_destroy_cq), sizeof(ib_uverbs_destroy_cq_resp)},
     {IB_USER_VERBS_CMD_CREATE_QP, sizeof(ib_uverbs_create_qp), sizeof(ib_uverbs_create_qp_resp)},
     {IB_USER_VERBS_CMD_QUERY_QP, sizeof(ib_uverbs_query_qp), sizeof(ib_uverbs_query_qp_resp)},

@@ -268,6 +268,20 @@ int cmd_ex_create_cq(Cmd& m) {
     return finish_create_cq(m, a, true);
 }
 
+int cmd_resize_cq(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_resize_cq), sizeof(ib_uverbs_resize_cq_resp), true))
+        return e;
+    ib_uverbs_resize_cq q;
+    memcpy(&q, m.in, sizeof q);
+    mlx5_ib_resize_cq d;
+    size_t dlen;
+    get_drv(m, d, dlen);
+    ib_uverbs_resize_cq_resp r{};
+    if (int e = resize_cq(m.c, q.cq_handle, q.cqe, d, dlen, r.cqe))
+        return e;
+    return put_out(m.resp, sizeof r, &r, sizeof r);
+}
+
 int cmd_destroy_cq(Cmd& m) {
     if (int e = legacy_split(m, sizeof(ib_uverbs_destroy_cq), sizeof(ib_uverbs_destroy_cq_resp), true))
         return e;
@@ -542,6 +556,7 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         case IB_USER_VERBS_CMD_DEREG_MR: r = cmd_dereg_mr(m); break;
         case IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: r = cmd_create_comp_channel(m); break;
         case IB_USER_VERBS_CMD_CREATE_CQ: r = cmd_create_cq(m); break;
+        case IB_USER_VERBS_CMD_RESIZE_CQ: r = cmd_resize_cq(m); break;
         case IB_USER_VERBS_CMD_DESTROY_CQ: r = cmd_destroy_cq(m); break;
         case IB_USER_VERBS_CMD_CREATE_QP: r = cmd_create_qp(m); break;
         case IB_USER_VERBS_CMD_QUERY_QP: r = cmd_query_qp(m); break;

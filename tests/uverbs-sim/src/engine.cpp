@@ -168,7 +168,7 @@ std::string hex(const uint8_t* b, size_t n) {
 
 bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-    if (((cq.pi - cons) & 0xffffff) >= cq.ncqe) {
+    if (((cq.pi - cons) & 0xffffff) >= cq.ncqe && !cq.ignore_overrun) {
         if (!cq.overrun) {
             cq.overrun = true;
             g_overrun = true;
@@ -1981,6 +1981,41 @@ void engine_qp_destroy(Qp& qp) {
 void engine_cq_destroy(Cq&) {}
 
 void engine_flush_qp(Qp& qp) { set_error(qp); }
+
+// As the device does it: the CQE that marks the switch (opcode RESIZE_CQ)
+// goes after every CQE already written, in the old ring; the producer
+// count carries on in the new ring, so the provider copies what it has
+// not polled yet one place on and drops the marker. An armed CQ is not
+// woken by the marker.
+void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size) {
+    const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
+    if (((cq.pi - cons) & 0xffffff) < cq.ncqe || cq.ignore_overrun) {
+        const uint32_t idx = cq.pi & (cq.ncqe - 1);
+        uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(idx) * cq.cqe_size;
+        if (cq.cqe_size == 128)
+            slot += 64;
+        auto* c = reinterpret_cast<mlx5_cqe64*>(slot);
+        memset(slot, 0, 63);
+        const uint8_t owner = (cq.pi / cq.ncqe) & 1;
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_store_n(&c->op_own, static_cast<uint8_t>((MLX5_CQE_RESIZE_CQ << 4) | owner), __ATOMIC_RELEASE);
+        const bool was_idle = cq.arm_ci == cq.pi;
+        cq.pi = (cq.pi + 1) & 0xffffff;
+        if (cq.armed && was_idle)
+            cq.arm_ci = cq.pi;
+        UVSIM_TRACE("CQE cq 0x%x idx %u RESIZE_CQ", cq.cqn, idx);
+    } else if (!cq.overrun) {
+        cq.overrun = true;
+        g_overrun = true;
+        ++cq.async_events;
+        if (cq.ctx)
+            cq.ctx->async_event(cq.user_handle, IBV_EVENT_CQ_ERR);
+        UVSIM_TRACE("cq 0x%x overrun: no room for the resize CQE", cq.cqn);
+    }
+    cq.buf = buf;
+    cq.ncqe = ncqe;
+    cq.cqe_size = cqe_size;
+}
 
 void engine_cq_created(Cq& cq) { __atomic_store_n(&cq.dbrec[1], kArmSentinel, __ATOMIC_RELEASE); }
 

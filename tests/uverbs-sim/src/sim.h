@@ -215,6 +215,9 @@ struct Cq : Object {
     uint32_t comp_events = 0;  // delivered (reported in destroy response)
     uint32_t async_events = 0;
     bool overrun = false;
+    // IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN: a full ring is written over (no
+    // CQ error), the owner bits telling the consumer it fell behind.
+    bool ignore_overrun = false;
     Cq() : Object(ObjType::Cq) {}
 };
 
@@ -388,6 +391,8 @@ void engine_qp_destroy(Qp& qp);
 void engine_cq_destroy(Cq& cq);
 // A new CQ: the model marks its arm record so any arm request is seen.
 void engine_cq_created(Cq& cq);
+// RESIZE_CQ: the resize CQE into the old ring, then CQEs go to the new one.
+void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size);
 // Writes a flush/error CQE etc.: used by the verbs layer when a QP goes to
 // the error state through modify_qp.
 void engine_flush_qp(Qp& qp);

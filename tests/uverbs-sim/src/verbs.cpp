@@ -669,6 +669,7 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
     cq->channel = ch;
     cq->comp_vector = a.comp_vector;
     cq->user_handle = a.user_handle;
+    cq->ignore_overrun = a.flags & IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
     engine_cq_created(*cq);
     cqn = cq->cqn;
     cqe_out = n - 1;
@@ -677,6 +678,49 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
     sim().cqs.push_back(raw);
     UVSIM_TRACE("create_cq cqn 0x%x entries %u cqe_size %u buf 0x%llx db 0x%llx", cqn, n, raw->cqe_size,
                 (unsigned long long)raw->buf, (unsigned long long)a.drv.db_addr);
+    return 0;
+}
+
+// mlx5_ib's order: the size against the device's limit, the same ring
+// size is nothing to do (the driver data is not even read), then the
+// driver's request, the new ring, and the device's switch.
+int resize_cq(Context& c, uint32_t handle, uint32_t cqe, const mlx5_ib_resize_cq& drv, size_t drv_len,
+              uint32_t& cqe_out) {
+    const DevCfg& d = *c.dev->cfg;
+    Cq* cq = c.get<Cq>(handle, ObjType::Cq);
+    if (!cq)
+        return -EINVAL;
+    if (cqe < 1 || cqe > d.max_cqe)
+        return -EINVAL;
+    uint64_t n64 = 1;
+    while (n64 < uint64_t(cqe) + 1)
+        n64 <<= 1;
+    if (n64 > (1ull << 31) || n64 - 1 > uint64_t(d.max_cqe) + 1)
+        return -EINVAL;
+    const uint32_t n = static_cast<uint32_t>(n64);
+    if (n == cq->ncqe) {
+        cqe_out = n - 1;
+        return 0;
+    }
+    if (drv_len < sizeof drv)
+        return -EFAULT;
+    if (drv.reserved0 || drv.reserved1)
+        return -EINVAL;
+    if (drv.cqe_size != 64 && drv.cqe_size != 128)
+        return -EINVAL;
+    if (!app_range_ok(drv.buf_addr, uint64_t(n) * drv.cqe_size, true))
+        return -EFAULT;
+    if (drv.buf_addr & 63)
+        return -EINVAL;
+    // The device refuses a ring that cannot hold what the consumer has not
+    // taken yet (as the consumer index record says) and the resize CQE.
+    const uint32_t cons = be32toh(__atomic_load_n(&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
+    if (((cq->pi - cons) & 0xffffff) + 1 > n)
+        return -EINVAL;
+    UVSIM_TRACE("resize_cq cqn 0x%x entries %u -> %u cqe_size %u buf 0x%llx", cq->cqn, cq->ncqe, n, drv.cqe_size,
+                (unsigned long long)drv.buf_addr);
+    engine_cq_resize(*cq, drv.buf_addr, n, drv.cqe_size);
+    cqe_out = n - 1;
     return 0;
 }
 

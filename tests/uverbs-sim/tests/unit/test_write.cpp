@@ -430,6 +430,62 @@ TEST_F(Write, CreateCqChecks) {
     EXPECT_TRUE(uvsim::sim().cqs.empty());
 }
 
+// RESIZE_CQ: the marker in the old ring, the producer count carried on in
+// the new one, the same size a no-op, and the kernel's and the device's
+// refusals.
+TEST_F(Write, ResizeCq) {
+    context();
+    const size_t old_ring = buf(64 * 16), rec = db();
+    ok(create_cq(A(kResp), 15, cq_drv(A(old_ring), A(rec))));
+    const uint32_t h = resp<ib_uverbs_create_cq_resp>().cq_handle;
+    auto resize = [&](uint32_t handle, uint32_t cqe, uint64_t ring, uint16_t cqe_size = 64, uint16_t res0 = 0,
+                      size_t drv_len = sizeof(mlx5_ib_resize_cq)) {
+        ib_uverbs_resize_cq q{};
+        q.cq_handle = handle;
+        q.cqe = cqe;
+        mlx5_ib_resize_cq d{};
+        d.buf_addr = ring;
+        d.cqe_size = cqe_size;
+        d.reserved0 = res0;
+        return run(legacy(IB_USER_VERBS_CMD_RESIZE_CQ, q, A(kResp), sizeof(ib_uverbs_resize_cq_resp), &d, drv_len));
+    };
+    const size_t ring = buf(64 * 64);
+    const mlx5_ib_resize_cq any{};
+    const ssize_t whole = static_cast<ssize_t>(legacy(IB_USER_VERBS_CMD_RESIZE_CQ, ib_uverbs_resize_cq{}, 0,
+                                                      sizeof(ib_uverbs_resize_cq_resp), &any, sizeof any)
+                                                   .size());
+    // the same ring size: nothing happens, not even a look at the request
+    EXPECT_EQ(resize(h, 8, 0, 0), whole);
+    EXPECT_EQ(resp<ib_uverbs_resize_cq_resp>().cqe, 15u);
+    EXPECT_EQ(P(old_ring)[63], 0);
+    // refusals
+    EXPECT_EQ(resize(h + 100, 31, A(ring)), -EINVAL);
+    EXPECT_EQ(resize(h, 0, A(ring)), -EINVAL);
+    EXPECT_EQ(resize(h, 1u << 22, A(ring)), -EINVAL);  // > max_cqe
+    EXPECT_EQ(resize(h, 31, A(ring), 32), -EINVAL);  // CQE size
+    EXPECT_EQ(resize(h, 31, A(ring), 64, 1), -EINVAL);  // reserved
+    EXPECT_EQ(resize(h, 31, A(ring) + 8), -EINVAL);  // not in 64-byte quanta
+    EXPECT_EQ(resize(h, 31, A(kArenaLen - 512)), -EFAULT);
+    EXPECT_EQ(resize(h, 31, A(ring), 64, 0, 8), -EFAULT);  // driver data cut short
+    {
+        // 10 CQEs written, none consumed: a ring of 8 cannot take them
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        uvsim::sim().cqs.at(0)->pi = 10;
+    }
+    EXPECT_EQ(resize(h, 7, A(ring)), -EINVAL);
+    EXPECT_EQ(resize(h, 31, A(ring)), whole);
+    EXPECT_EQ(resp<ib_uverbs_resize_cq_resp>().cqe, 31u);
+    // the marker at count 10 of the old ring (slot 10, first pass: owner 0),
+    // then the new ring from count 11 on
+    constexpr uint8_t kCqeResize = 5;  // MLX5_CQE_RESIZE_CQ (mlx5dv.h)
+    EXPECT_EQ(P(old_ring)[10 * 64 + 63], kCqeResize << 4);
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    const uvsim::Cq* c = uvsim::sim().cqs.at(0);
+    EXPECT_EQ(c->buf, A(ring));
+    EXPECT_EQ(c->ncqe, 32u);
+    EXPECT_EQ(c->pi, 11u);
+}
+
 TEST_F(Write, CqWithCompletionChannel) {
     context();
     ok(create_comp_channel(A(kResp)));
