@@ -375,8 +375,10 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
     // A CQ that may overrun: the device writes over a full ring instead
     // of reporting a CQ error (a core flag of the create command).
     const uint32_t core_flags = (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) ? IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN : 0;
+    // A parent domain with a thread domain: one thread, no lock.
+    const bool one_thread = (flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) || (parent && parent->td);
     Mlx5Cq* cq = new_cq(static_cast<int>(attr->cqe), attr->channel, static_cast<int>(attr->comp_vector), attr->wc_flags,
-                        flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED, cqe_size, drv_flags, parent, core_flags);
+                        one_thread, cqe_size, drv_flags, parent, core_flags);
     if (!cq)
         return nullptr;
     cq->parent = parent;

@@ -286,6 +286,14 @@ ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr*
     return rdma::entry_null([&] { return to_mctx(ctx)->alloc_parent_domain(attr); });
 }
 
+// verbs_context's alloc_td / dealloc_td slots (ibv_alloc_td, ibv_dealloc_td).
+ibv_td* alloc_td_entry(ibv_context* ctx, ibv_td_init_attr* attr) noexcept {
+    return rdma::entry_null([&] { return to_mctx(ctx)->alloc_td(attr); });
+}
+int dealloc_td_entry(ibv_td* td) noexcept {
+    return rdma::entry_errno([&] { return to_mctx(td->context)->dealloc_td(td); });
+}
+
 }  // namespace rdma::mlx5
 
 using rdma::mlx5::fail_null;

@@ -417,6 +417,8 @@ int Mlx5Context::get_context(bool devx_only) {
         map_clock_info(page_size_);
     vctx()->query_rt_values = query_rt_values;
     vctx()->alloc_parent_domain = alloc_parent_domain_entry;
+    vctx()->alloc_td = alloc_td_entry;
+    vctx()->dealloc_td = dealloc_td_entry;
     return 0;
 }
 
@@ -600,6 +602,8 @@ int Mlx5Context::dealloc_pd(ibv_pd* pd) {
             return EBUSY;
         if (p.protection) {
             let_go(p.protection);
+            if (p.td)
+                p.td->users.fetch_sub(1, std::memory_order_relaxed);
             return 0;
         }
         return cmd_dealloc_pd(&p.pd);
@@ -610,15 +614,17 @@ int Mlx5Context::dealloc_pd(ibv_pd* pd) {
 // the application's allocators and their context when the mask says so (as
 // the reference, an allocator without a free function is taken: its
 // memory is then never given back).
-// Thread domains are not offered by this provider (ibv_alloc_td answers
-// EOPNOTSUPP), so a domain naming one is refused.
+// A thread domain given must be one of this context's; the parent domain
+// holds it (ibv_dealloc_td answers EBUSY until the domain is gone).
 ibv_pd* Mlx5Context::alloc_parent_domain(ibv_parent_domain_init_attr* attr) {
     constexpr uint32_t kKnown = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
     const bool with_alloc = attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
-    if (!attr->pd || attr->pd->context != ibv() || parent_of(attr->pd) || attr->td || (attr->comp_mask & ~kKnown)) {
+    if (!attr->pd || attr->pd->context != ibv() || parent_of(attr->pd) || (attr->comp_mask & ~kKnown) ||
+        (attr->td && attr->td->context != ibv())) {
         errno = EINVAL;
         return nullptr;
     }
+    Mlx5Td* td = reinterpret_cast<Mlx5Td*>(attr->td);
     Mlx5Pd* protection = reinterpret_cast<Mlx5Pd*>(attr->pd);
     Mlx5Pd* parent = create_object<Mlx5Pd>([&](Mlx5Pd& p) {
         p.pd.context = ibv();
@@ -631,12 +637,82 @@ ibv_pd* Mlx5Context::alloc_parent_domain(ibv_parent_domain_init_attr* attr) {
         }
         if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
             p.pd_context = attr->pd_context;
+        p.td = td;
         return 0;
     });
     if (!parent)
         return nullptr;
     hold(protection);
+    if (td)
+        td->users.fetch_add(1, std::memory_order_relaxed);
     return &parent->pd;
+}
+
+// A thread domain: a register of a dynamic UAR page of its own. A page
+// (mapped with MLX5_IB_MMAP_ALLOC_WC, the next page index) gives two; a
+// register a freed domain held goes to the next one. As the reference:
+// comp_mask EINVAL, ENOSPC past the kernel's dynamic registers, and the
+// kernel's answer to the map otherwise (EINVAL from a device without
+// dynamic UARs).
+ibv_td* Mlx5Context::alloc_td(ibv_td_init_attr* attr) {
+    if (attr->comp_mask) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    Bfreg* bf = nullptr;
+    {
+        std::lock_guard guard(dyn_mu_);
+        if (free_dyn_bfregs_.empty()) {
+            const uint32_t max_pages = caps_.num_dyn_bfregs / kBfregsPerUar;
+            if (dyn_pages_ > max_pages) {
+                errno = ENOSPC;
+                return nullptr;
+            }
+            dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
+            free_dyn_bfregs_.reserve(free_dyn_bfregs_.size() + kBfregsPerUar);
+            const off_t offset = mmap_offset(page_size_, MLX5_IB_MMAP_ALLOC_WC, dyn_pages_);
+            void* p = mmap(nullptr, static_cast<size_t>(page_size_), PROT_WRITE, MAP_SHARED, cmd_fd(), offset);
+            if (p == MAP_FAILED)
+                return nullptr;  // errno: the kernel's
+            uar_pages_.push_back(p);
+            for (uint32_t k = kBfregsPerUar; k-- > 0;) {
+                auto b = std::make_unique<Bfreg>();
+                b->reg = static_cast<char*>(p) + kBfOffset + k * caps_.bf_reg_size;
+                b->buf_size = env_.shut_up_bf ? 0 : caps_.bf_reg_size / 2;
+                b->dv_size = caps_.bf_reg_size / 2;
+                b->uar_mmap_offset = offset;
+                b->dyn_index = dyn_pages_ * kBfregsPerUar + k;
+                free_dyn_bfregs_.push_back(b.get());
+                dyn_bfregs_.push_back(std::move(b));
+            }
+            ++dyn_pages_;
+        }
+        bf = free_dyn_bfregs_.back();
+        free_dyn_bfregs_.pop_back();
+    }
+    Mlx5Td* td = create_object<Mlx5Td>([&](Mlx5Td& t) {
+        t.td.context = ibv();
+        t.bf = bf;
+        return 0;
+    });
+    if (!td) {
+        std::lock_guard guard(dyn_mu_);
+        free_dyn_bfregs_.push_back(bf);
+        return nullptr;
+    }
+    return &td->td;
+}
+
+int Mlx5Context::dealloc_td(ibv_td* ibtd) {
+    Mlx5Td* td = reinterpret_cast<Mlx5Td*>(ibtd);
+    if (td->users.load(std::memory_order_relaxed))
+        return EBUSY;
+    Bfreg* bf = td->bf;
+    return destroy_object(td, [&](Mlx5Td&) {
+        std::lock_guard guard(dyn_mu_);
+        free_dyn_bfregs_.push_back(bf);
+        return 0;
+    });
 }
 
 // ---------------------------------------------------------------------- MR

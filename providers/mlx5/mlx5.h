@@ -61,6 +61,7 @@ inline uint32_t roundup_pow2(uint32_t v) {
 // register the kernel shares between QPs needs its lock around that.
 struct Bfreg {
     void* reg = nullptr;
+    uint32_t dyn_index = UINT32_MAX;  // a dynamic register's kernel index (MLX5_QP_FLAG_BFREG_INDEX)
     uint32_t buf_size = 0;
     uint32_t offset = 0;
     bool shared = false;  // medium-latency register: QPs take `lock`
@@ -184,6 +185,8 @@ public:
         return BufSource{parent, MLX5DV_RES_TYPE_DBR, allocators(), nullptr, -1};
     }
     ibv_pd* alloc_parent_domain(ibv_parent_domain_init_attr* attr);
+    ibv_td* alloc_td(ibv_td_init_attr* attr);
+    int dealloc_td(ibv_td* td);
     // Whether the kernel granted DEVX (the open asked for it first).
     bool devx() const { return devx_; }
     // The UAR page CQ arm doorbells go to, and where that is kept (what
@@ -248,6 +251,13 @@ private:
     std::vector<void*> uar_pages_;  // mmapped system pages of static UARs
     std::unique_ptr<Bfreg[]> bfregs_;  // indexed like the kernel's bfreg_index
     uint32_t nbfregs_ = 0;
+    // Dynamic UAR pages (thread domains): each mapped page gives two
+    // registers, kept here for the context's life; those no TD holds wait
+    // in free_dyn_bfregs_.
+    std::vector<std::unique_ptr<Bfreg>> dyn_bfregs_;
+    std::vector<Bfreg*> free_dyn_bfregs_;
+    uint32_t dyn_pages_ = 0;
+    std::mutex dyn_mu_;
     void* clock_page_ = nullptr;
     void* cq_uar_reg_ = nullptr;  // UAR page 0: where CQ doorbells go (mlx5dv)
     const volatile mlx5_ib_clock_info* clock_info_ = nullptr;  // null: not offered
@@ -273,6 +283,18 @@ struct Mlx5Pd {
     // What stands on this PD and keeps it from being freed (EBUSY): parent
     // domains on a PD; queues on a parent domain.
     std::atomic<uint32_t> users{0};
+    // The thread domain of a parent domain, if any: its queues take no
+    // locks and their doorbells go to the domain's own register.
+    struct Mlx5Td* td = nullptr;
+};
+
+// A thread domain (ibv_alloc_td): the application promises one thread for
+// what is created on it, so it gets a register of its own, used without a
+// lock.
+struct Mlx5Td {
+    ibv_td td;
+    Bfreg* bf;
+    std::atomic<uint32_t> users{0};  // parent domains naming it
 };
 
 // Memory the device reads or writes: page aligned, zeroed, kept out of
@@ -485,6 +507,8 @@ void install_cq_ex_ops(Mlx5Cq& cq, bool single_threaded);
 void install_dv_qp_ops(Mlx5Qp& qp, uint64_t dv_send_ops);
 int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
+ibv_td* alloc_td_entry(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
+int dealloc_td_entry(ibv_td* td) noexcept;
 void install_qp_ex_ops(ibv_qp_ex& qp);
 
 // Removes the CQEs of the QP with user index `uidx` from cq (a QP reset or

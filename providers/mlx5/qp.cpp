@@ -322,6 +322,11 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
             q.rq.lock.disable();
         }
         q.parent = parent_of(pd);
+        const Mlx5Td* td = q.parent ? q.parent->td : nullptr;
+        if (td) {  // one thread only, by the application's word
+            q.sq.lock.disable();
+            q.rq.lock.disable();
+        }
         if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
             return e;
         if (int e = q.dbrec_buf.alloc(64, dbrec_source(q.parent)))
@@ -349,6 +354,10 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         req.rq_wqe_shift = sz.rq_wqe_cnt ? sz.rq_wqe_shift : 0;
         req.uidx = q.uidx;
         req.flags = drv_flags;
+        if (td) {  // doorbells to the thread domain's own register
+            req.flags |= MLX5_QP_FLAG_BFREG_INDEX;
+            req.bfreg_index = td->bf->dyn_index;
+        }
         mlx5_ib_create_qp_resp resp{};
         int e = cmd_create_qp(pd, attr, &q.vqp, Udata{&req, sizeof(req), &resp, sizeof(resp)});
         if (e) {
@@ -356,7 +365,7 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
             q.uidx_stored = false;
             return e;
         }
-        q.bf = bfreg(resp.bfreg_index);
+        q.bf = td ? td->bf : bfreg(resp.bfreg_index);
         if (!q.bf)
             q.bf = bfreg(0);
         q.bf_max_size = q.bf->buf_size / kSegSize;

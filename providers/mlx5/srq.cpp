@@ -58,9 +58,9 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
         s.wrid = new (std::nothrow) uint64_t[slots];
         if (!s.wrid)
             return ENOMEM;
-        if (env_.single_threaded)
-            s.lock.disable();
         s.parent = parent_of(pd);
+        if (env_.single_threaded || (s.parent && s.parent->td))
+            s.lock.disable();
         if (int e = s.buf.alloc(static_cast<size_t>(slots) << s.wqe_shift,
                                 ring_source("MLX_SRQ", MLX5DV_RES_TYPE_SRQ, s.parent)))
             return e;

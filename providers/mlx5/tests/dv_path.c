@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
@@ -899,6 +900,107 @@ static void raw_traffic(struct env* e) {
     ibv_destroy_cq(rc.cq);
 }
 
+/* ---------------------------------------------------- thread domains */
+
+/* ibv_alloc_td: each domain gets a register of its own on a dynamic UAR
+ * page (two to a page, so the third domain maps a second page); a parent
+ * domain holds its thread domain; a QP on it rings its domain's register
+ * (what mlx5dv_init_obj reports) and carries traffic. */
+static void thread_domains(struct env* e) {
+    printf("thread domains\n");
+    struct ibv_td_init_attr ta = {.comp_mask = 1};
+    errno = 0;
+    struct ibv_td* bad = ibv_alloc_td(e->ctx, &ta);
+    printf("  alloc_td unknown comp_mask: %s\n", bad ? "ok" : err_name(errno));
+    if (bad)
+        ibv_dealloc_td(bad);
+    ta.comp_mask = 0;
+    struct ibv_td* td[3];
+    for (int i = 0; i < 3; i++) {
+        errno = 0;
+        td[i] = ibv_alloc_td(e->ctx, &ta);
+        printf("  alloc_td %d: %s\n", i, td[i] ? "ok" : err_name(errno));
+    }
+    if (!td[0] || !td[1] || !td[2])
+        goto out;
+    struct ibv_cq* cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+    struct ibv_qp_init_attr qa = {.send_cq = cq,
+                                  .recv_cq = cq,
+                                  .qp_type = IBV_QPT_RC,
+                                  .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_pd* ppd[3] = {NULL, NULL, NULL};
+    struct ibv_qp* qp[3] = {NULL, NULL, NULL};
+    void* reg[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        struct ibv_parent_domain_init_attr pa = {.pd = e->pd, .td = td[i]};
+        ppd[i] = ibv_alloc_parent_domain(e->ctx, &pa);
+        qp[i] = ppd[i] && cq ? ibv_create_qp(ppd[i], &qa) : NULL;
+        struct mlx5dv_qp dqp = {0};
+        struct mlx5dv_obj o = {.qp = {qp[i], &dqp}};
+        int r = qp[i] ? mlx5dv_init_obj(&o, MLX5DV_OBJ_QP) : -1;
+        reg[i] = dqp.bf.reg;
+        printf("  domain %d: parent %s, qp %s, init_obj %s, bf size %u\n", i, ppd[i] ? "ok" : err_name(errno),
+               qp[i] ? "ok" : "failed", err_name(r), dqp.bf.size);
+    }
+    if (reg[0] && reg[1] && reg[2]) {
+        const long page = sysconf(_SC_PAGESIZE);
+        const uintptr_t p0 = (uintptr_t)reg[0] & ~(uintptr_t)(page - 1),
+                        p1 = (uintptr_t)reg[1] & ~(uintptr_t)(page - 1),
+                        p2 = (uintptr_t)reg[2] & ~(uintptr_t)(page - 1);
+        printf("  registers: 0 at page offset 0x%lx, 1 at 0x%lx (same page %s), 2 at 0x%lx (same page %s)\n",
+               (unsigned long)((uintptr_t)reg[0] - p0), (unsigned long)((uintptr_t)reg[1] - p1),
+               p0 == p1 ? "yes" : "no", (unsigned long)((uintptr_t)reg[2] - p2), p2 == p0 ? "yes" : "no");
+    }
+    printf("  thread domain under a parent domain: dealloc %s\n", err_name(ibv_dealloc_td(td[0])));
+    /* traffic from the first domain's QP to the last's */
+    if (qp[0] && qp[2] && !to_rts(e, qp[0], qp[2]->qp_num) && !to_rts(e, qp[2], qp[0]->qp_num)) {
+        char* src = e->buf;
+        char* dst = e->buf + 8192;
+        memcpy(src, "through a thread domain", 24);
+        memset(dst, 0, 64);
+        struct ibv_sge rs = {(uintptr_t)dst, 64, e->mr->lkey}, ss = {(uintptr_t)src, 24, e->mr->lkey};
+        struct ibv_recv_wr rw = {.wr_id = 7, .sg_list = &rs, .num_sge = 1}, *bad_r;
+        struct ibv_send_wr sw = {.wr_id = 8,
+                                 .sg_list = &ss,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_SEND,
+                                 .send_flags = IBV_SEND_SIGNALED},
+                           *bad_s;
+        int pr = ibv_post_recv(qp[2], &rw, &bad_r), ps = ibv_post_send(qp[0], &sw, &bad_s);
+        int got = 0;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (got < 2 && !pr && !ps) {
+            struct ibv_wc wc;
+            int n = ibv_poll_cq(cq, 1, &wc);
+            if (n == 1 && wc.status == IBV_WC_SUCCESS)
+                got++;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (n < 0 || (n == 1 && wc.status) || t.tv_sec - t0.tv_sec > 5)
+                break;
+        }
+        printf("  send through a thread domain: recv %s send %s, completions %d, payload %s\n", err_name(pr),
+               err_name(ps), got, memcmp(dst, src, 24) ? "lost" : "arrived");
+    }
+    for (int i = 0; i < 3; i++) {
+        if (qp[i])
+            ibv_destroy_qp(qp[i]);
+        if (ppd[i])
+            ibv_dealloc_pd(ppd[i]);
+    }
+    if (cq)
+        ibv_destroy_cq(cq);
+out:
+    for (int i = 0; i < 3; i++)
+        if (td[i])
+            printf("  dealloc_td %d: %s\n", i, err_name(ibv_dealloc_td(td[i])));
+    /* a freed domain's register goes to the next one */
+    struct ibv_td* again = ibv_alloc_td(e->ctx, &ta);
+    printf("  alloc_td after the others: %s\n", again ? "ok" : err_name(errno));
+    if (again)
+        ibv_dealloc_td(again);
+}
+
 int main(void) {
     int n = 0;
     struct ibv_device** list = ibv_get_device_list(&n);
@@ -944,6 +1046,7 @@ int main(void) {
     create_attrs(&e);
     raw_traffic(&e);
     raw_wqe_traffic(&e);
+    thread_domains(&e);
 
     ibv_dereg_mr(e.mr);
     ibv_close_device(e.ctx);

@@ -13,6 +13,7 @@ roce.conf
 - MLX5_CQE_SIZE=128
 - MLX5_SHUT_UP_BF=1
 - MLX5_SINGLE_THREADED=1
+nodyn.conf
 CASES
 work=$5
 fail=0
@@ -22,5 +23,10 @@ for f in "$work"/*.ref; do
 	# 5 messages through the program's own rings, 6 through raw WQEs and ibv_wr_send
 	[ "$(grep -c 'data arrived' "$f")" = 11 ] || { echo "EMULATOR $f: a message through the rings was lost"; fail=1; }
 	grep -q 'in allocated memory: yes' "$f" || { echo "EMULATOR $f: the allocators were not used"; fail=1; }
+	# every configuration but the one without dynamic UARs (the 6th) has thread domains
+	case $f in
+	*/6.ref) grep -q 'alloc_td 0: EINVAL' "$f" || { echo "EMULATOR $f: thread domains without dynamic UARs"; fail=1; } ;;
+	*) grep -q 'payload arrived' "$f" || { echo "EMULATOR $f: no traffic through a thread domain"; fail=1; } ;;
+	esac
 done
 exit $fail

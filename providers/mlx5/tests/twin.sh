@@ -5,7 +5,8 @@
 # once per case line "CONFIG [VAR=VALUE...]" (CONFIG: a configuration file
 # of WORK, or - for the default device); every output must be identical.
 # Configurations the cases may name: two.conf (two devices, the second a
-# RoCE ConnectX-6 without atomics, a down port), roce.conf (one RoCE port).
+# RoCE ConnectX-6 without atomics, a down port), roce.conf (one RoCE port),
+# nodyn.conf (a device without dynamic UARs).
 set -u
 run=$1 ours=$2 ref=$3 lib=$4 work=$5
 [ -x "$ref" ] || { echo "SKIP: the reference build of $(basename "$ours") is missing"; exit 77; }
@@ -27,6 +28,10 @@ device mlx5_0
 link_layer eth
 mac 02:00:00:00:00:07
 ipv4 10.79.0.7
+CONF
+cat >"$work/nodyn.conf" <<'CONF'
+device mlx5_0
+dyn_uars 0
 CONF
 fail=0
 n=0

@@ -168,10 +168,11 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         {"vendor_id", &DevCfg::vendor_id},
         {"part_id", &DevCfg::part_id},
         {"hw_ver", &DevCfg::hw_ver},
+        {"dyn_uars", &DevCfg::dyn_uars},
     };
     for (const Cap& c : caps)
         if (k == c.name) {
-            if (!num || n > 0xffffffffull || (n == 0 && k != "hw_ver"))
+            if (!num || n > 0xffffffffull || (n == 0 && k != "hw_ver" && k != "dyn_uars"))
                 return k + " must be a positive 32-bit number";
             d.*c.field = static_cast<uint32_t>(n);
             return "";

@@ -74,6 +74,7 @@ struct DevCfg {
     uint32_t max_qp_rd_atom = 16;
     uint32_t max_ah = 0x7fffffff;
     uint32_t max_inline = 512;
+    uint32_t dyn_uars = 32;  // dynamic UAR pages a ucontext may map (0: none)
     bool atomics = true;
 };
 
@@ -315,6 +316,9 @@ struct Context {
     uint32_t next_handle = 1;
     std::map<uint32_t, std::unique_ptr<Object>> objects;
     uint32_t tot_bfregs = 0, num_uars = 0;
+    // Dynamic UAR pages (MLX5_IB_MMAP_ALLOC_WC), each mapped once.
+    uint32_t num_dyn_uars = 0;
+    std::vector<bool> dyn_uar_mapped;
     uint8_t cqe_version = 0;
     std::vector<std::pair<uint64_t, size_t>> mappings;  // mmaps of this file
 

@@ -271,10 +271,14 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
     resp.hca_core_clock_offset = 0;
     resp.log_uar_size = 12;
     resp.num_uars_per_page = 1;
-    resp.num_dyn_bfregs = 0;
+    // Dynamic UARs: pages of two bfregs each, mapped on demand (the
+    // reference's thread domains take one).
+    resp.num_dyn_bfregs = d.dyn_uars * kBfregsPerPage;
     c.have_ucontext = true;
     c.tot_bfregs = total;
     c.num_uars = total / kBfregsPerPage;
+    c.num_dyn_uars = d.dyn_uars;
+    c.dyn_uar_mapped.assign(d.dyn_uars, false);
     c.cqe_version = resp.cqe_version;
     UVSIM_TRACE("get_context: bfregs %u (low latency %u) lib_caps 0x%llx cqe_version %u", total,
                 req.num_low_latency_bfregs, (unsigned long long)req.lib_caps, c.cqe_version);
@@ -430,6 +434,13 @@ void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t
                 UVSIM_TRACE("mmap cmd %u index %u -> %p", cmd, index, p);
             return p;
         }
+    case 6:  // MLX5_IB_MMAP_ALLOC_WC: a dynamic UAR page, allocated by the map
+        if (len != static_cast<size_t>(page) || index >= c.num_dyn_uars || c.dyn_uar_mapped[index]) {
+            err = EINVAL;
+            return MAP_FAILED;
+        }
+        c.dyn_uar_mapped[index] = true;
+        break;
     case 1:  // MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES: mlx5_ib has none to give
         err = ENOSYS;
         return MAP_FAILED;
@@ -882,8 +893,13 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         return -EFAULT;
     if ((u.db_addr & 3) || (u.buf_addr & 63))
         return -EINVAL;  // (64-byte page-offset quanta, as for CQs)
-    if ((u.flags & MLX5_QP_FLAG_BFREG_INDEX) && u.bfreg_index >= c.tot_bfregs)
-        return -EINVAL;
+    // MLX5_QP_FLAG_BFREG_INDEX names a dynamic bfreg (two per dynamic UAR
+    // page), whose page this context must have mapped.
+    if (u.flags & MLX5_QP_FLAG_BFREG_INDEX) {
+        const uint32_t page = u.bfreg_index / 2;
+        if (page >= c.num_dyn_uars || !c.dyn_uar_mapped[page])
+            return -EINVAL;
+    }
     auto qp = std::make_unique<Qp>();
     qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
     while (sim().qps.count(qp->qpn) || (qp->qpn & 0xffff) == 0)
@@ -922,9 +938,9 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     Qp* raw = qp.get();
     handle = c.add(std::move(qp));
     sim().qps[raw->qpn] = raw;
-    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx%s", raw->qpn, raw->qp_type,
-                raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift, (unsigned long long)raw->buf,
-                (unsigned long long)u.db_addr, srq ? " srq" : "");
+    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx flags 0x%x bfreg %u%s",
+                raw->qpn, raw->qp_type, raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift,
+                (unsigned long long)raw->buf, (unsigned long long)u.db_addr, u.flags, u.bfreg_index, srq ? " srq" : "");
     return 0;
 }
 

@@ -595,14 +595,22 @@ TEST_F(Write, CreateQpChecks) {
     EXPECT_EQ(bad(s, qp_drv(0, d, 16, 16)), -EFAULT);
     EXPECT_EQ(bad(s, qp_drv(b, d + 2, 16, 16)), -EINVAL);
     EXPECT_EQ(bad(s, qp_drv(b + 32, d, 16, 16)), -EINVAL);  // ring not in 64-byte quanta
-    // mlx5 flags: unknown ones, a bfreg index past the context's
+    // mlx5 flags: unknown ones; a dynamic bfreg whose UAR page is not
+    // mapped, past the context's pages, and one of a mapped page
     auto f = qp_drv(b, d, 16, 16);
     f.flags = 1u << 20;
     EXPECT_EQ(bad(s, f), -EOPNOTSUPP);
     f = qp_drv(b, d, 16, 16);
     f.flags = MLX5_QP_FLAG_BFREG_INDEX;
-    f.bfreg_index = 4;
+    f.bfreg_index = 3;
     EXPECT_EQ(bad(s, f), -EINVAL);
+    f.bfreg_index = 2 * 32;  // the default device has 32 dynamic pages
+    EXPECT_EQ(bad(s, f), -EINVAL);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        ASSERT_EQ(file_->ctx().num_dyn_uars, 32u);
+        file_->ctx().dyn_uar_mapped[1] = true;
+    }
     f.bfreg_index = 3;
     EXPECT_GT(bad(s, f), 0);
     EXPECT_EQ(resp<mlx5_ib_create_qp_resp>(kResp + sizeof(ib_uverbs_create_qp_resp)).bfreg_index, 3u);
