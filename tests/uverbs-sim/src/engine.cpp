@@ -166,17 +166,22 @@ std::string hex(const uint8_t* b, size_t n) {
     return s;
 }
 
+// A full CQ: the CQ error, reported once.
+void cq_overrun(Cq& cq, const char* what) {
+    if (cq.overrun)
+        return;
+    cq.overrun = true;
+    g_overrun = true;
+    ++cq.async_events;
+    if (cq.ctx)
+        cq.ctx->async_event(cq.user_handle, IBV_EVENT_CQ_ERR);
+    UVSIM_TRACE("cq 0x%x overrun: %s", cq.cqn, what);
+}
+
 bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
     if (((cq.pi - cons) & 0xffffff) >= cq.ncqe && !cq.ignore_overrun) {
-        if (!cq.overrun) {
-            cq.overrun = true;
-            g_overrun = true;
-            ++cq.async_events;
-            if (cq.ctx)
-                cq.ctx->async_event(cq.user_handle, IBV_EVENT_CQ_ERR);
-            UVSIM_TRACE("cq 0x%x overrun: CQE dropped", cq.cqn);
-        }
+        cq_overrun(cq, "CQE dropped");
         return false;
     }
     const uint32_t idx = cq.pi & (cq.ncqe - 1);
@@ -2004,13 +2009,8 @@ void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size) {
         if (cq.armed && was_idle)
             cq.arm_ci = cq.pi;
         UVSIM_TRACE("CQE cq 0x%x idx %u RESIZE_CQ", cq.cqn, idx);
-    } else if (!cq.overrun) {
-        cq.overrun = true;
-        g_overrun = true;
-        ++cq.async_events;
-        if (cq.ctx)
-            cq.ctx->async_event(cq.user_handle, IBV_EVENT_CQ_ERR);
-        UVSIM_TRACE("cq 0x%x overrun: no room for the resize CQE", cq.cqn);
+    } else {
+        cq_overrun(cq, "no room for the resize CQE");
     }
     cq.buf = buf;
     cq.ncqe = ncqe;
