@@ -8,9 +8,14 @@
 
 #include <endian.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <new>
 
@@ -27,6 +32,9 @@ constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_
     IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |
     IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 constexpr uint32_t kMaxCqe = 1u << 24;
+// Mlx5Cq::stall_mode
+constexpr uint8_t kStallFixed = 1;
+constexpr uint8_t kStallAdaptive = 2;
 
 // The CQE proper of slot `index`: with 128-byte entries the second half.
 inline mlx5_cqe64* cqe_at(const Mlx5Cq* cq, uint32_t index) {
@@ -263,6 +271,10 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         cq.cqe_size = static_cast<uint32_t>(cqe_size);
         cq.wc_flags = wc_flags;
         cq.wallclock = (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0;
+        if (env_.stall) {
+            cq.stall_mode = env_.stall_loops < 0 ? kStallAdaptive : kStallFixed;
+            cq.stall_cycles = static_cast<uint32_t>(std::max(env_.stall_min, 0));
+        }
         if (single_threaded || env_.single_threaded)
             cq.lock.disable();
         if (int e = cq.buf.alloc(static_cast<size_t>(cq.ncqe) * cq.cqe_size,
@@ -499,9 +511,63 @@ void clean_cq(Mlx5Cq* cq, uint32_t uidx, Mlx5Srq* srq) {
 
 // ------------------------------------------------------------- data path
 
+namespace {
+
+uint64_t cycles_now() {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+#endif
+}
+
+// The back-off before a poll (MLX5_STALL_*; see Env::stall).
+[[gnu::noinline]] void stall_before(Mlx5Cq* cq) {
+    const Env& env = to_mctx(cq->vcq.cq()->context)->env();
+    if (cq->stall_mode == kStallFixed) {
+        if (!cq->stall_next)
+            return;
+        cq->stall_next = false;
+        for (int i = 0; i < env.stall_loops; ++i)
+            cpu_relax();
+        return;
+    }
+    if (!cq->stall_since)
+        return;
+    const uint64_t until = cq->stall_since + cq->stall_cycles;
+    while (cycles_now() < until)
+        cpu_relax();
+}
+
+// And after it: `found` of the `room` the caller offered.
+[[gnu::noinline]] void stall_after(Mlx5Cq* cq, int found, int room) {
+    const Env& env = to_mctx(cq->vcq.cq()->context)->env();
+    if (cq->stall_mode == kStallFixed) {
+        cq->stall_next = found == 0;
+        return;
+    }
+    const auto lo = static_cast<uint32_t>(std::max(env.stall_min, 0));
+    const auto hi = static_cast<uint32_t>(std::max(env.stall_max, env.stall_min));
+    const auto dec = static_cast<uint32_t>(std::max(env.stall_dec, 0));
+    const auto inc = static_cast<uint32_t>(std::max(env.stall_inc, 0));
+    if (found > 0 && found < room) {
+        cq->stall_cycles = std::min(cq->stall_cycles + inc, hi);
+        cq->stall_since = cycles_now();
+        return;
+    }
+    cq->stall_cycles = cq->stall_cycles > lo + dec ? cq->stall_cycles - dec : lo;
+    cq->stall_since = found == 0 ? cycles_now() : 0;
+}
+
+}  // namespace
+
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
     Mlx5Cq* cq = to_mcq(ibcq);
     std::lock_guard guard(cq->lock);
+    if (cq->stall_mode) [[unlikely]]
+        stall_before(cq);
     int n = 0;
     bool error = false;
     while (n < num_entries) {
@@ -516,6 +582,8 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) noexcept {
     }
     if (n || error)
         publish_ci(cq);
+    if (cq->stall_mode) [[unlikely]]
+        stall_after(cq, n, num_entries);
     return error ? -2 : n;
 }
 
@@ -591,13 +659,19 @@ int start_poll(ibv_cq_ex* current, ibv_poll_cq_attr* attr) noexcept {
     cq->lock.lock();
     if (cq->wallclock) [[unlikely]]
         to_mctx(current->context)->clock_info(&cq->ex_clock);  // EBUSY keeps the last conversion
+    if (cq->stall_mode) [[unlikely]]
+        stall_before(cq);
     const uint32_t before = cq->cons_index;
     if (int e = load_next(cq)) {
         if (cq->cons_index != before)
             publish_ci(cq);
+        if (cq->stall_mode) [[unlikely]]
+            stall_after(cq, 0, 1);
         cq->lock.unlock();
         return e;
     }
+    if (cq->stall_mode) [[unlikely]]
+        stall_after(cq, 1, 1);
     return 0;
 }
 

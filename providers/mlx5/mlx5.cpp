@@ -99,7 +99,13 @@ Env read_env() {
         e.prefer_bf = strcmp(v, "0") != 0;
     e.cqe_size = env_int("MLX5_CQE_SIZE", 64);
     e.scatter_to_cqe = env_int("MLX5_SCATTER_TO_CQE", 1);
-    e.stall_cq_poll = env_int("MLX5_STALL_CQ_POLL", 0);
+    if (const char* v = getenv("MLX5_STALL_CQ_POLL"))
+        e.stall = strcmp(v, "0") != 0;
+    e.stall_loops = env_int("MLX5_STALL_NUM_LOOP", e.stall_loops);
+    e.stall_min = env_int("MLX5_STALL_CQ_POLL_MIN", e.stall_min);
+    e.stall_max = env_int("MLX5_STALL_CQ_POLL_MAX", e.stall_max);
+    e.stall_inc = env_int("MLX5_STALL_CQ_INC_STEP", e.stall_inc);
+    e.stall_dec = env_int("MLX5_STALL_CQ_DEC_STEP", e.stall_dec);
     if (const char* m = getenv("MLX5_DEBUG_MASK"))
         e.debug_mask = static_cast<uint32_t>(strtoul(m, nullptr, 0));
     return e;

@@ -36,7 +36,16 @@ struct Env {
     bool prefer_bf = true;  // MLX5_POST_SEND_PREFER_BF
     int cqe_size = 64;  // MLX5_CQE_SIZE (64 or 128)
     int scatter_to_cqe = 1;  // MLX5_SCATTER_TO_CQE
-    int stall_cq_poll = 0;  // MLX5_STALL_CQ_POLL
+    // Polling back-off (MLX5_STALL_*): off unless MLX5_STALL_CQ_POLL is set
+    // and not "0". A poll that follows one that found nothing first spins
+    // stall_loops times; a negative MLX5_STALL_NUM_LOOP makes the back-off
+    // adaptive instead: a wait of stall_cycles TSC cycles after a poll
+    // that found less than it could take, the wait growing by inc_step
+    // after a partial poll and shrinking by dec_step otherwise, kept
+    // within [min, max].
+    bool stall = false;
+    int stall_loops = 60;
+    int stall_min = 60, stall_max = 100000, stall_inc = 100, stall_dec = 10;
     uint32_t debug_mask = 0;  // MLX5_DEBUG_MASK
     // 0, or the positive errno the reference's context open fails with for
     // a value it refuses (a bfreg count that is not positive or too large).
@@ -373,6 +382,11 @@ struct Mlx5Cq {
     // afresh at each start_poll.
     bool wallclock;
     mlx5dv_clock_info ex_clock;
+    // The polling back-off (Env::stall): 0 off, kStallFixed, kStallAdaptive.
+    uint8_t stall_mode = 0;
+    bool stall_next = false;  // fixed: the last poll found nothing
+    uint32_t stall_cycles = 0;  // adaptive: the wait
+    uint64_t stall_since = 0;  // adaptive: TSC of the last short poll (0: none)
     ~Mlx5Cq();
 };
 
