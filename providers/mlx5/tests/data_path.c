@@ -1013,6 +1013,90 @@ static void overrun_traffic(struct env* e) {
     }
 }
 
+/* ibv_rereg_mr: access, translation (then an RDMA write through the same
+ * rkey must land in the new range), PD, and the refusals. */
+static void mr_rereg(struct env* e) {
+    printf("MR rereg\n");
+    char* a = (char*)e->buf + 16384;
+    char* b = (char*)e->buf + 24576;
+    struct ibv_mr* mr = ibv_reg_mr(e->pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_pd* pd2 = ibv_alloc_pd(e->ctx);
+    if (!mr || !pd2) {
+        printf("  setup failed\n");
+        goto out;
+    }
+    const uint32_t lkey = mr->lkey, rkey = mr->rkey;
+    struct {
+        const char* what;
+        int flags;
+        struct ibv_pd* pd;
+        void* addr;
+        size_t len;
+        int access;
+    } steps[] = {
+        {"no flag", 0, NULL, NULL, 0, 0},
+        {"unknown flag", 1 << 6, NULL, NULL, 0, 0},
+        {"access remote write", IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE},
+        {"access remote write alone", IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_REMOTE_WRITE},
+        {"translation without length", IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b, 0, 0},
+        {"translation to b", IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b, 4096, 0},
+        {"pd", IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0},
+        {"pd back", IBV_REREG_MR_CHANGE_PD, e->pd, NULL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        errno = 0;
+        int r = ibv_rereg_mr(mr, steps[i].flags, steps[i].pd, steps[i].addr, steps[i].len, steps[i].access);
+        printf("  %-28s %d (errno %s), keys %s, pd %s, addr %s\n", steps[i].what, r, r ? err_name(errno) : "-",
+               mr->lkey == lkey && mr->rkey == rkey ? "kept" : "new", mr->pd == e->pd ? "first" : "second",
+               mr->addr == b       ? "b"
+                   : mr->addr == a ? "a"
+                                   : "?");
+    }
+    printf("  dealloc the second pd: %s\n", err_name(ibv_dealloc_pd(pd2)));
+    pd2 = NULL;
+    /* an RDMA write through the MR's rkey now lands in b */
+    struct ibv_qp* x = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* y = make_qp(e, IBV_QPT_RC, NULL);
+    if (x && y && !connect_pair(e, x, y)) {
+        memset(a, 0, 64);
+        memset(b, 0, 64);
+        char* src = e->buf;
+        memcpy(src, "to the new range", 17);
+        struct ibv_sge s = {.addr = (uintptr_t)src, .length = 17, .lkey = e->mr->lkey};
+        struct ibv_send_wr w = {.wr_id = 77,
+                                .sg_list = &s,
+                                .num_sge = 1,
+                                .opcode = IBV_WR_RDMA_WRITE,
+                                .send_flags = IBV_SEND_SIGNALED},
+                           *bad;
+        w.wr.rdma.remote_addr = (uintptr_t)b;
+        w.wr.rdma.rkey = mr->rkey;
+        int ps = ibv_post_send(x, &w, &bad);
+        struct ibv_wc wc = {.status = IBV_WC_GENERAL_ERR};
+        int n = 0;
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (!ps && (n = ibv_poll_cq(e->cq, 1, &wc)) == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (t.tv_sec - t0.tv_sec > 5)
+                break;
+        }
+        printf("  write through the rkey: post %s, %s, in b %s, a untouched %s\n", err_name(ps),
+               n == 1 ? (wc.status ? ibv_wc_status_str(wc.status) : "ok") : "no completion",
+               memcmp(b, src, 17) ? "no" : "yes", a[0] ? "no" : "yes");
+    }
+    if (x)
+        ibv_destroy_qp(x);
+    if (y)
+        ibv_destroy_qp(y);
+out:
+    if (mr)
+        ibv_dereg_mr(mr);
+    if (pd2)
+        ibv_dealloc_pd(pd2);
+}
+
 int main(void) {
     int n = 0;
     struct ibv_device** list = ibv_get_device_list(&n);
@@ -1100,6 +1184,7 @@ int main(void) {
     inline_sizes(&e);
     cq_resize_traffic(&e);
     overrun_traffic(&e);
+    mr_rereg(&e);
     state_posts(&e);
 
     /* The same traffic once more, its completions read through an

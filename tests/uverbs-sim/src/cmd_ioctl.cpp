@@ -551,6 +551,7 @@ constexpr WriteCmd kWriteCmds[] = {
     {IB_USER_VERBS_CMD_CREATE_AH, sizeof(ib_uverbs_create_ah), sizeof(ib_uverbs_create_ah_resp)},
     {IB_USER_VERBS_CMD_DESTROY_AH, sizeof(ib_uverbs_destroy_ah), 0},
     {IB_USER_VERBS_CMD_REG_MR, sizeof(ib_uverbs_reg_mr), sizeof(ib_uverbs_reg_mr_resp)},
+    {IB_USER_VERBS_CMD_REREG_MR, sizeof(ib_uverbs_rereg_mr), sizeof(ib_uverbs_rereg_mr_resp)},
     {IB_USER_VERBS_CMD_DEREG_MR, sizeof(ib_uverbs_dereg_mr), 0},
     {IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, sizeof(ib_uverbs_create_comp_channel),
      sizeof(ib_uverbs_create_comp_channel_resp)},

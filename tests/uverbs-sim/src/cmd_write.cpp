@@ -169,6 +169,20 @@ int cmd_reg_mr(Cmd& m) {
     return 0;
 }
 
+int cmd_rereg_mr(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_rereg_mr), sizeof(ib_uverbs_rereg_mr_resp), true))
+        return e;
+    ib_uverbs_rereg_mr q;
+    memcpy(&q, m.in, sizeof q);
+    if ((q.flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (q.start & 0xfff) != (q.hca_va & 0xfff))
+        return -EINVAL;  // the core requires the same offset in the page
+    ib_uverbs_rereg_mr_resp r{};
+    if (int e = rereg_mr(m.c, q.mr_handle, q.flags, q.start, q.length, q.hca_va, q.pd_handle, q.access_flags, r.lkey,
+                         r.rkey))
+        return e;
+    return put_out(m.resp, sizeof r, &r, sizeof r);
+}
+
 int cmd_dereg_mr(Cmd& m) {
     if (int e = legacy_split(m, sizeof(ib_uverbs_dereg_mr), 0, false))
         return e;
@@ -553,6 +567,7 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         case IB_USER_VERBS_CMD_CREATE_AH: r = cmd_create_ah(m); break;
         case IB_USER_VERBS_CMD_DESTROY_AH: r = cmd_destroy_ah(m); break;
         case IB_USER_VERBS_CMD_REG_MR: r = cmd_reg_mr(m); break;
+        case IB_USER_VERBS_CMD_REREG_MR: r = cmd_rereg_mr(m); break;
         case IB_USER_VERBS_CMD_DEREG_MR: r = cmd_dereg_mr(m); break;
         case IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: r = cmd_create_comp_channel(m); break;
         case IB_USER_VERBS_CMD_CREATE_CQ: r = cmd_create_cq(m); break;

@@ -478,11 +478,10 @@ int dealloc_pd(Context& c, uint32_t handle) {
     return 0;
 }
 
-int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t iova, uint32_t access, uint32_t& handle,
-           uint32_t& lkey, uint32_t& rkey) {
-    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
-    if (!pd)
-        return -EINVAL;
+namespace {
+
+// The core's access check (ib_check_mr_access).
+int mr_access_error(uint32_t access) {
     const uint32_t known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
         IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
         IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING;
@@ -493,13 +492,32 @@ int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t i
         return -EINVAL;
     if (access & IBV_ACCESS_ON_DEMAND)
         return -EOPNOTSUPP;  // no ODP in the model: the core refuses as for a device without it
+    return 0;
+}
+
+// The range an MR covers: not empty, not wrapping, within the device's
+// limit, and mapped (the kernel pins the pages: EFAULT otherwise).
+int mr_range_error(const Context& c, uint64_t start, uint64_t length, uint32_t access) {
     if (length == 0 || start + length < start)
         return -EINVAL;
     if (length > c.dev->cfg->max_mr_size)
         return -EINVAL;
-    // The kernel pins the pages: unmapped memory fails with EFAULT.
     if (!app_range_ok(start, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0))
         return -EFAULT;
+    return 0;
+}
+
+}  // namespace
+
+int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t iova, uint32_t access, uint32_t& handle,
+           uint32_t& lkey, uint32_t& rkey) {
+    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    if (int e = mr_access_error(access))
+        return e;
+    if (int e = mr_range_error(c, start, length, access))
+        return e;
     auto mr = std::make_unique<Mr>();
     mr->pd = pd;
     mr->addr = start;
@@ -517,6 +535,47 @@ int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t i
     handle = c.add(std::move(mr));
     UVSIM_TRACE("reg_mr 0x%llx+%llu iova 0x%llx access 0x%x -> key 0x%x", (unsigned long long)start,
                 (unsigned long long)length, (unsigned long long)iova, access, lkey);
+    return 0;
+}
+
+int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64_t length, uint64_t iova, uint32_t pdh,
+             uint32_t access, uint32_t& lkey, uint32_t& rkey) {
+    constexpr uint32_t kKnown = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+    if (!flags || (flags & ~kKnown))
+        return -EINVAL;
+    Mr* mr = c.get<Mr>(handle, ObjType::Mr);
+    if (!mr)
+        return -EINVAL;
+    const uint32_t new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : mr->access;
+    if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+        if (int e = mr_access_error(access))
+            return e;
+    Pd* pd = mr->pd;
+    if (flags & IBV_REREG_MR_CHANGE_PD) {
+        pd = c.get<Pd>(pdh, ObjType::Pd);
+        if (!pd)
+            return -EINVAL;
+    }
+    // the range is checked with the access it will have (pinned for write)
+    const uint64_t new_start = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? start : mr->addr;
+    const uint64_t new_length = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length : mr->length;
+    if (int e = mr_range_error(c, new_start, new_length, new_access))
+        return e;
+    if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+        mr->addr = start;
+        mr->length = length;
+        mr->iova = iova;
+    }
+    mr->access = new_access;
+    if (pd != mr->pd) {
+        --mr->pd->usecnt;
+        ++pd->usecnt;
+        mr->pd = pd;
+    }
+    lkey = mr->lkey;
+    rkey = mr->rkey;
+    UVSIM_TRACE("rereg_mr key 0x%x flags 0x%x: 0x%llx+%llu iova 0x%llx access 0x%x", lkey, flags,
+                (unsigned long long)mr->addr, (unsigned long long)mr->length, (unsigned long long)mr->iova, mr->access);
     return 0;
 }
 

@@ -32,6 +32,11 @@ int alloc_pd(Context& c, uint32_t& handle, uint32_t& pdn);
 int dealloc_pd(Context& c, uint32_t handle);
 int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t iova, uint32_t access, uint32_t& handle,
            uint32_t& lkey, uint32_t& rkey);
+// REREG_MR; flags as the kernel's IB_MR_REREG_TRANS/_PD/_ACCESS, which have
+// the values of IBV_REREG_MR_CHANGE_*. The keys stay (mlx5_ib changes such
+// an mkey in place).
+int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64_t length, uint64_t iova, uint32_t pdh,
+             uint32_t access, uint32_t& lkey, uint32_t& rkey);
 int dereg_mr(Context& c, uint32_t handle);
 int create_comp_channel(Context& c);  // returns fd or -errno
 int create_ah(Context& c, uint32_t pd, uint64_t user_handle, const ib_uverbs_ah_attr& attr, uint32_t& handle,
