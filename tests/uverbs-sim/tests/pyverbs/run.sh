@@ -1,14 +1,18 @@
 #!/bin/bash
-# run.sh RUN WORK [LIBDIR]: rdma-core's own Python test suite (the v44
+# run.sh RUN WORK [LIBDIR [CONFIG]]: rdma-core's own Python test suite (the v44
 # suite Debian ships with python3-pyverbs) on the emulated ConnectX, with
 # Debian's pyverbs over Debian's libibverbs and libmlx5, or, given LIBDIR,
 # over ours (LD_LIBRARY_PATH=LIBDIR). A test may pass or skip (the stack
 # reports the feature absent); the ones listed in known-errors.txt
 # (known-errors-ours.txt for our stack) fail for the reason written there.
 # Anything else failing, or a listed test no longer failing (the list must
-# stay true), fails this test.
+# stay true), fails this test. CONFIG: an emulator configuration file for
+# the run ("-" for the default device; LIBDIR "-" for Debian's stack).
 set -u
-run=$1 work=$2 libdir=${3:-}
+run=$1 work=$2 libdir=${3:-} config=${4:--}
+[ "$libdir" = - ] && libdir=
+cfg=()
+[ "$config" = - ] || cfg=(--config "$config")
 suite=/usr/share/doc/rdma-core/tests
 py=/usr/bin/python3
 [ -f "$suite/run_tests.py" ] || { echo "SKIP: the pyverbs test suite (python3-pyverbs) is not installed"; exit 77; }
@@ -26,7 +30,7 @@ if [ -n "$libdir" ]; then
 else
 	unset LD_LIBRARY_PATH
 fi
-timeout 600 "$run" --dir "$work/host" "$py" tests/run_tests.py -v >"$work/out.txt" 2>&1
+timeout 600 "$run" "${cfg[@]}" --dir "$work/host" "$py" tests/run_tests.py -v >"$work/out.txt" 2>&1
 rc=$?
 summary=$(grep -E '^(OK|FAILED)' "$work/out.txt" | tail -1)
 ran=$(grep -E '^Ran [0-9]+ tests' "$work/out.txt" | tail -1)
