@@ -336,6 +336,63 @@ TEST_F(Write, RegMr) {
     EXPECT_EQ(run(dereg_mr(r.mr_handle)), -EINVAL);
 }
 
+// REREG_MR: translation, PD and access, the keys kept; the core's checks.
+TEST_F(Write, ReregMr) {
+    context();
+    const uint32_t p = pd(), p2 = pd();
+    const size_t m = buf(0x4000);
+    ok(reg_mr(A(kResp), p, A(m), 0x1000, IBV_ACCESS_LOCAL_WRITE));
+    const auto r = resp<ib_uverbs_reg_mr_resp>();
+    auto rereg = [&](uint32_t handle, uint32_t flags, uint64_t start, uint64_t len, uint32_t pdh, uint32_t access) {
+        ib_uverbs_rereg_mr q{};
+        q.mr_handle = handle;
+        q.flags = flags;
+        q.start = start;
+        q.length = len;
+        q.hca_va = start;
+        q.pd_handle = pdh;
+        q.access_flags = access;
+        return run(legacy(IB_USER_VERBS_CMD_REREG_MR, q, A(kResp), sizeof(ib_uverbs_rereg_mr_resp)));
+    };
+    const uint32_t kTrans = IBV_REREG_MR_CHANGE_TRANSLATION, kPd = IBV_REREG_MR_CHANGE_PD,
+                   kAccess = IBV_REREG_MR_CHANGE_ACCESS;
+    // refusals: no flag, unknown flags, no such MR, bad access, no such
+    // PD, a range the application does not have, a different page offset
+    EXPECT_EQ(rereg(r.mr_handle, 0, 0, 0, 0, 0), -EINVAL);
+    EXPECT_EQ(rereg(r.mr_handle, 8, 0, 0, 0, 0), -EINVAL);
+    EXPECT_EQ(rereg(r.mr_handle + 50, kAccess, 0, 0, 0, IBV_ACCESS_LOCAL_WRITE), -EINVAL);
+    EXPECT_EQ(rereg(r.mr_handle, kAccess, 0, 0, 0, IBV_ACCESS_REMOTE_WRITE), -EINVAL);
+    EXPECT_EQ(rereg(r.mr_handle, kAccess, 0, 0, 0, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE), -EOPNOTSUPP);
+    EXPECT_EQ(rereg(r.mr_handle, kPd, 0, 0, 99, 0), -EINVAL);
+    EXPECT_EQ(rereg(r.mr_handle, kTrans, A(kArenaLen - 0x1000), 0x2000, 0, 0), -EFAULT);
+    EXPECT_EQ(rereg(r.mr_handle, kTrans, A(m), 0, 0, 0), -EINVAL);
+    {
+        ib_uverbs_rereg_mr q{};
+        q.mr_handle = r.mr_handle;
+        q.flags = kTrans;
+        q.start = A(m);
+        q.length = 0x100;
+        q.hca_va = 0x10008;
+        EXPECT_EQ(run(legacy(IB_USER_VERBS_CMD_REREG_MR, q, A(kResp), sizeof(ib_uverbs_rereg_mr_resp))), -EINVAL);
+    }
+    // all three at once: the MR moves to the second PD, the first can go
+    EXPECT_GT(rereg(r.mr_handle, kTrans | kPd | kAccess, A(m + 0x2000), 0x2000, p2, kRW), 0);
+    const auto rr = resp<ib_uverbs_rereg_mr_resp>();
+    EXPECT_EQ(rr.lkey, r.lkey);
+    EXPECT_EQ(rr.rkey, r.rkey);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        const uvsim::Mr* mr = uvsim::sim().mrs_by_lkey.at(r.lkey);
+        EXPECT_EQ(mr->addr, A(m + 0x2000));
+        EXPECT_EQ(mr->length, 0x2000u);
+        EXPECT_EQ(mr->access, kRW);
+    }
+    ok(dealloc_pd(p));
+    EXPECT_EQ(run(dealloc_pd(p2)), -EBUSY);
+    ok(dereg_mr(r.mr_handle));
+    ok(dealloc_pd(p2));
+}
+
 TEST_F(Write, RegMrChecks) {
     context();
     const uint32_t p = pd();
