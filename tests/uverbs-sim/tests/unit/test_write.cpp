@@ -936,6 +936,20 @@ TEST_F(Write, MmapUarPages) {
     // contiguous pages (cmd 1), which mlx5_ib refuses as unimplemented
     EXPECT_EQ(map((1 << 8 | 4) * page, 16 * page, PROT_READ | PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
     EXPECT_EQ(err, ENOSYS);
+    // dynamic UAR pages (cmd 6, MLX5_IB_MMAP_ALLOC_WC): 32 on the default
+    // device, one page each, each mapped once
+    void* d0 = map((6 << 8) * page, page, PROT_WRITE, MAP_SHARED, err);
+    ASSERT_NE(d0, MAP_FAILED) << "errno " << err;
+    EXPECT_EQ(map((6 << 8) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(map((6 << 8 | 1) * page, 2 * page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
+    EXPECT_EQ(err, EINVAL);
+    void* d31 = map((6 << 8 | 31) * page, page, PROT_WRITE, MAP_SHARED, err);
+    ASSERT_NE(d31, MAP_FAILED) << "errno " << err;
+    EXPECT_EQ(map((6 << 8 | 32) * page, page, PROT_WRITE, MAP_SHARED, err), MAP_FAILED);
+    EXPECT_EQ(err, EINVAL);
+    munmap(d0, page);
+    munmap(d31, page);
     // clock info (cmd 7): version 1 only, and read-only
     EXPECT_EQ(map((7 << 8 | 1) * page, page, PROT_READ, MAP_SHARED, err), MAP_FAILED);
     EXPECT_EQ(err, EINVAL);
