@@ -37,9 +37,19 @@ constexpr uint8_t kStallFixed = 1;
 constexpr uint8_t kStallAdaptive = 2;
 
 // The CQE proper of slot `index`: with 128-byte entries the second half.
+// The same in any ring of `n` slots of `size` bytes at `base`.
+inline mlx5_cqe64* ring_cqe(uint8_t* base, uint32_t n, uint32_t size, uint32_t index) {
+    uint8_t* slot = base + static_cast<size_t>(index & (n - 1)) * size;
+    return reinterpret_cast<mlx5_cqe64*>(slot + size - sizeof(mlx5_cqe64));
+}
 inline mlx5_cqe64* cqe_at(const Mlx5Cq* cq, uint32_t index) {
-    uint8_t* slot = cq->buf.get() + static_cast<size_t>(index & (cq->ncqe - 1)) * cq->cqe_size;
-    return reinterpret_cast<mlx5_cqe64*>(slot + cq->cqe_size - sizeof(mlx5_cqe64));
+    return ring_cqe(cq->buf.get(), cq->ncqe, cq->cqe_size, index);
+}
+
+// A new ring: every entry invalid and owned by the device's first pass.
+void init_ring(uint8_t* base, uint32_t n, uint32_t size) {
+    for (uint32_t i = 0; i < n; ++i)
+        ring_cqe(base, n, size, i)->op_own = MLX5_CQE_INVALID << 4;
 }
 
 inline uint8_t load_op_own(const mlx5_cqe64* cqe) { return __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE); }
@@ -273,7 +283,7 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         cq.wallclock = (wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0;
         if (env_.stall) {
             cq.stall_mode = env_.stall_loops < 0 ? kStallAdaptive : kStallFixed;
-            cq.stall_cycles = static_cast<uint32_t>(std::max(env_.stall_min, 0));
+            cq.stall_cycles = env_.stall_min;
         }
         if (single_threaded || env_.single_threaded)
             cq.lock.disable();
@@ -283,9 +293,7 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         if (int e = cq.dbrec_buf.alloc(64, dbrec_source(parent)))
             return e;
         cq.dbrec = reinterpret_cast<volatile __be32*>(cq.dbrec_buf.get());
-        // Every entry starts invalid and owned by the device's first pass.
-        for (uint32_t i = 0; i < cq.ncqe; ++i)
-            cqe_at(&cq, i)->op_own = MLX5_CQE_INVALID << 4;
+        init_ring(cq.buf.get(), cq.ncqe, cq.cqe_size);
         cq.uar_db = cq_doorbell();
         mlx5_ib_create_cq req{};
         req.buf_addr = reinterpret_cast<uintptr_t>(cq.buf.get());
@@ -426,12 +434,7 @@ int Mlx5Context::resize_cq(ibv_cq* ibcq, int cqe) {
     if (int e =
             ring.alloc(static_cast<size_t>(ncqe) * cq->cqe_size, ring_source("MLX_CQ", MLX5DV_RES_TYPE_CQ, cq->parent)))
         return e;
-    auto slot = [&](uint8_t* base, uint32_t n, uint32_t index) {
-        return base + static_cast<size_t>(index & (n - 1)) * cq->cqe_size;
-    };
-    const uint32_t tail = cq->cqe_size - sizeof(mlx5_cqe64);  // the CQE proper in its slot
-    for (uint32_t i = 0; i < ncqe; ++i)
-        reinterpret_cast<mlx5_cqe64*>(slot(ring.get(), ncqe, i) + tail)->op_own = MLX5_CQE_INVALID << 4;
+    init_ring(ring.get(), ncqe, cq->cqe_size);
     mlx5_ib_resize_cq req{};
     req.buf_addr = reinterpret_cast<uintptr_t>(ring.get());
     req.cqe_size = static_cast<uint16_t>(cq->cqe_size);
@@ -449,9 +452,10 @@ int Mlx5Context::resize_cq(ibv_cq* ibcq, int cqe) {
             marked = true;
             break;
         }
-        uint8_t* to = slot(ring.get(), ncqe, i + 1);
-        std::memcpy(to, slot(cq->buf.get(), cq->ncqe, i), cq->cqe_size);
-        auto* c = reinterpret_cast<mlx5_cqe64*>(to + tail);
+        // The whole slot (with 128-byte CQEs the CQE is its second half).
+        mlx5_cqe64* c = ring_cqe(ring.get(), ncqe, cq->cqe_size, i + 1);
+        const size_t lead = cq->cqe_size - sizeof(mlx5_cqe64);
+        std::memcpy(reinterpret_cast<uint8_t*>(c) - lead, reinterpret_cast<const uint8_t*>(old) - lead, cq->cqe_size);
         c->op_own = static_cast<uint8_t>((c->op_own & ~MLX5_CQE_OWNER_MASK) | (((i + 1) & ncqe) ? 1 : 0));
     }
     if (marked)
@@ -548,16 +552,13 @@ uint64_t cycles_now() {
         cq->stall_next = found == 0;
         return;
     }
-    const auto lo = static_cast<uint32_t>(std::max(env.stall_min, 0));
-    const auto hi = static_cast<uint32_t>(std::max(env.stall_max, env.stall_min));
-    const auto dec = static_cast<uint32_t>(std::max(env.stall_dec, 0));
-    const auto inc = static_cast<uint32_t>(std::max(env.stall_inc, 0));
     if (found > 0 && found < room) {
-        cq->stall_cycles = std::min(cq->stall_cycles + inc, hi);
+        cq->stall_cycles = std::min(cq->stall_cycles + env.stall_inc, env.stall_max);
         cq->stall_since = cycles_now();
         return;
     }
-    cq->stall_cycles = cq->stall_cycles > lo + dec ? cq->stall_cycles - dec : lo;
+    cq->stall_cycles =
+        cq->stall_cycles > env.stall_min + env.stall_dec ? cq->stall_cycles - env.stall_dec : env.stall_min;
     cq->stall_since = found == 0 ? cycles_now() : 0;
 }
 

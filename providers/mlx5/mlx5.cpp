@@ -102,10 +102,13 @@ Env read_env() {
     if (const char* v = getenv("MLX5_STALL_CQ_POLL"))
         e.stall = strcmp(v, "0") != 0;
     e.stall_loops = env_int("MLX5_STALL_NUM_LOOP", e.stall_loops);
-    e.stall_min = env_int("MLX5_STALL_CQ_POLL_MIN", e.stall_min);
-    e.stall_max = env_int("MLX5_STALL_CQ_POLL_MAX", e.stall_max);
-    e.stall_inc = env_int("MLX5_STALL_CQ_INC_STEP", e.stall_inc);
-    e.stall_dec = env_int("MLX5_STALL_CQ_DEC_STEP", e.stall_dec);
+    auto cycles = [](const char* name, uint32_t dflt) {
+        return static_cast<uint32_t>(std::max(env_int(name, static_cast<int>(dflt)), 0));
+    };
+    e.stall_min = cycles("MLX5_STALL_CQ_POLL_MIN", e.stall_min);
+    e.stall_max = std::max(cycles("MLX5_STALL_CQ_POLL_MAX", e.stall_max), e.stall_min);
+    e.stall_inc = cycles("MLX5_STALL_CQ_INC_STEP", e.stall_inc);
+    e.stall_dec = cycles("MLX5_STALL_CQ_DEC_STEP", e.stall_dec);
     if (const char* m = getenv("MLX5_DEBUG_MASK"))
         e.debug_mask = static_cast<uint32_t>(strtoul(m, nullptr, 0));
     return e;
@@ -674,15 +677,20 @@ ibv_td* Mlx5Context::alloc_td(ibv_td_init_attr* attr) {
                 errno = ENOSPC;
                 return nullptr;
             }
+            // Room first: once the page is mapped nothing may fail.
             dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
             free_dyn_bfregs_.reserve(free_dyn_bfregs_.size() + kBfregsPerUar);
+            uar_pages_.reserve(uar_pages_.size() + 1);
+            std::unique_ptr<Bfreg> regs[kBfregsPerUar];
+            for (auto& r : regs)
+                r = std::make_unique<Bfreg>();
             const off_t offset = mmap_offset(page_size_, MLX5_IB_MMAP_ALLOC_WC, dyn_pages_);
             void* p = mmap(nullptr, static_cast<size_t>(page_size_), PROT_WRITE, MAP_SHARED, cmd_fd(), offset);
             if (p == MAP_FAILED)
                 return nullptr;  // errno: the kernel's
             uar_pages_.push_back(p);
             for (uint32_t k = kBfregsPerUar; k-- > 0;) {
-                auto b = std::make_unique<Bfreg>();
+                std::unique_ptr<Bfreg>& b = regs[k];
                 b->reg = static_cast<char*>(p) + kBfOffset + k * caps_.bf_reg_size;
                 b->buf_size = env_.shut_up_bf ? 0 : caps_.bf_reg_size / 2;
                 b->dv_size = caps_.bf_reg_size / 2;

@@ -45,7 +45,9 @@ struct Env {
     // within [min, max].
     bool stall = false;
     int stall_loops = 60;
-    int stall_min = 60, stall_max = 100000, stall_inc = 100, stall_dec = 10;
+    // The adaptive wait's bounds and steps, as read (negatives as 0, a
+    // maximum below the minimum as the minimum).
+    uint32_t stall_min = 60, stall_max = 100000, stall_inc = 100, stall_dec = 10;
     uint32_t debug_mask = 0;  // MLX5_DEBUG_MASK
     // 0, or the positive errno the reference's context open fails with for
     // a value it refuses (a bfreg count that is not positive or too large).

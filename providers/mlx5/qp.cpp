@@ -195,6 +195,8 @@ inline bool wq_full_under_cq_lock(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
     return wq.head - wq.tail + nreq >= wq.max_post;
 }
 
+// Out of line for the send paths, whose loops keep fewer registers so;
+// post_recv takes the inline form and stays a leaf function.
 [[gnu::noinline]] bool wq_overflow_locked(Mlx5Wq& wq, uint32_t nreq, ibv_cq* cq) {
     return wq_full_under_cq_lock(wq, nreq, cq);
 }
@@ -213,9 +215,7 @@ inline void set_data_seg(void* p, uint32_t length, uint32_t lkey, uint64_t addr)
     d->addr = htobe64(addr);
 }
 
-// The last WQE posted, written whole into the BlueFlame buffer: the
-// device starts on it without reading host memory. 64-byte blocks,
-// following the WQE around the end of the SQ; 16-byte stores where the
+// One 64-byte block into the BlueFlame buffer: 16-byte stores where the
 // CPU has them (the register is write-combining memory).
 inline void bf_copy_block(uint8_t* dst, const uint8_t* src) {
 #if defined(__SSE2__)
@@ -233,8 +233,11 @@ inline void bf_copy_block(uint8_t* dst, const uint8_t* src) {
 #endif
 }
 
-// `bytes` is a whole number of blocks, at least one. A WQE that does not
-// reach the SQ's end (nearly all) is copied without looking for it.
+// The last WQE posted, written whole into the BlueFlame buffer: the
+// device starts on it without reading host memory. `bytes` is a whole
+// number of blocks, at least one, following the WQE around the end of the
+// SQ; a WQE that does not reach the end (nearly all) is copied without
+// looking for it.
 inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t bytes) {
     const uint8_t* src = wqe;
     const uint8_t* end = wqe + bytes;
@@ -670,17 +673,6 @@ struct WqeBuilder {
             end_inline(static_cast<uint32_t>(total));
         return true;
     }
-    // One piece of inline data; a small one short of the SQ's end without
-    // a loop.
-    bool inline_one(const void* addr, size_t len) {
-        wrap();
-        uint8_t* dst = seg + kInlineHdr;
-        if (len > 32 || len > qp.max_inline || static_cast<size_t>(qp.sq_end - dst) < len || !len) [[unlikely]]
-            return inline_data(1, [&](size_t) { return ibv_data_buf{const_cast<void*>(addr), len}; });
-        copy_small(dst, static_cast<const uint8_t*>(addr), len);
-        end_inline(static_cast<uint32_t>(len));
-        return true;
-    }
     // The inline segment's header once its `total` bytes are in.
     void end_inline(uint32_t total) {
         reinterpret_cast<mlx5_wqe_inl_data_seg*>(seg)->byte_count = htobe32(total | MLX5_INLINE_SEG);
@@ -853,9 +845,6 @@ namespace {
 
 inline Mlx5Qp* to_mqp(ibv_qp_ex* qpx) { return reinterpret_cast<Mlx5Qp*>(qpx); }
 
-// Starts the WQE of one work request; false (and the batch's error set)
-// when it cannot be posted.
-// Whether the batch can take one more WQE (else its error is set).
 // A batch's first error; it also closes the WQE being built, so that an
 // open WQE always means a batch without error.
 void fail(WrBatch& b, int err) {
@@ -863,6 +852,7 @@ void fail(WrBatch& b, int err) {
     b.open = false;
 }
 
+// Whether the batch can take one more WQE (else its error is set).
 [[gnu::always_inline]] inline bool wr_room(Mlx5Qp* qp) {
     WrBatch& b = qp->wr;
     if (b.err)
@@ -882,6 +872,8 @@ void fail(WrBatch& b, int err) {
 // the other builders look at the QP.
 enum class Xport { any, ud, connected };
 
+// Starts the WQE of one work request; false (and the batch's error set)
+// when it cannot be posted.
 template <Xport X = Xport::any>
 [[gnu::always_inline]] inline bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
     Mlx5Qp* qp = to_mqp(qpx);
@@ -999,11 +991,14 @@ void wr_set_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
     wr_setter_done(qp);
 }
 
-void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* bufs) {
+// The inline data setters: `put` writes the data into the open WQE, false
+// when it is more than the QP's inline limit.
+template <class Put>
+[[gnu::always_inline]] inline void wr_inline(ibv_qp_ex* qpx, Put put) {
     Mlx5Qp* qp = to_mqp(qpx);
     if (!data_open(qp))
         return;
-    if (!WqeBuilder(*qp, qp->wr.cur, false).inline_data(num, [&](size_t i) { return bufs[i]; })) {
+    if (!put(WqeBuilder(*qp, qp->wr.cur, false))) {
         fail(qp->wr, ENOMEM);
         return;
     }
@@ -1011,16 +1006,14 @@ void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* buf
     wr_setter_done(qp);
 }
 
+void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* bufs) {
+    wr_inline(qpx, [&](WqeBuilder&& w) { return w.inline_data(num, [&](size_t i) { return bufs[i]; }); });
+}
+
 void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
-    Mlx5Qp* qp = to_mqp(qpx);
-    if (!data_open(qp))
-        return;
-    if (!WqeBuilder(*qp, qp->wr.cur, false).inline_one(addr, length)) {
-        fail(qp->wr, ENOMEM);
-        return;
-    }
-    qp->wr.inl = true;
-    wr_setter_done(qp);
+    wr_inline(qpx, [&](WqeBuilder&& w) {
+        return w.inline_data(1, [&](size_t) { return ibv_data_buf{addr, length}; });
+    });
 }
 
 void wr_start(ibv_qp_ex* qpx) {

@@ -179,8 +179,7 @@ void cq_overrun(Cq& cq, const char* what) {
 }
 
 bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
-    const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-    if (((cq.pi - cons) & 0xffffff) >= cq.ncqe && !cq.ignore_overrun) {
+    if (cq_unconsumed(cq) >= cq.ncqe && !cq.ignore_overrun) {
         cq_overrun(cq, "CQE dropped");
         return false;
     }
@@ -1993,8 +1992,7 @@ void engine_flush_qp(Qp& qp) { set_error(qp); }
 // not polled yet one place on and drops the marker. An armed CQ is not
 // woken by the marker.
 void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size) {
-    const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-    if (((cq.pi - cons) & 0xffffff) < cq.ncqe || cq.ignore_overrun) {
+    if (cq_unconsumed(cq) < cq.ncqe || cq.ignore_overrun) {
         const uint32_t idx = cq.pi & (cq.ncqe - 1);
         uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(idx) * cq.cqe_size;
         if (cq.cqe_size == 128)

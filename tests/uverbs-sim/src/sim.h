@@ -7,6 +7,8 @@
 // architecture; this header holds the types every part shares.
 #pragma once
 
+#include <endian.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -221,6 +223,12 @@ struct Cq : Object {
     bool ignore_overrun = false;
     Cq() : Object(ObjType::Cq) {}
 };
+
+// CQEs written and not yet consumed, as the consumer index record says.
+inline uint32_t cq_unconsumed(const Cq& cq) {
+    const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
+    return (cq.pi - cons) & 0xffffff;
+}
 
 struct Srq : Object {
     uint32_t srqn = 0;

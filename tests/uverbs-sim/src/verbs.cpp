@@ -694,6 +694,22 @@ int destroy_ah(Context& c, uint32_t handle) {
 
 // ---------------------------------------------------------------------- CQ
 
+namespace {
+
+// The ring mlx5_ib makes for `cqe` entries: the next power of two above
+// it, or 0 when that passes 2^31 or the device's limit. (64-bit: max_cqe
+// may be configured up to 2^32-1.)
+uint32_t cq_ring_entries(uint32_t cqe, uint32_t max_cqe) {
+    uint64_t n = 1;
+    while (n < uint64_t(cqe) + 1)
+        n <<= 1;
+    if (n > (1ull << 31) || n - 1 > uint64_t(max_cqe) + 1)
+        return 0;
+    return static_cast<uint32_t>(n);
+}
+
+}  // namespace
+
 int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, uint32_t& cqn) {
     const DevCfg& d = *c.dev->cfg;
     if (a.cqe < 1 || a.cqe > d.max_cqe)
@@ -708,13 +724,9 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
         return -EOPNOTSUPP;  // no CQE compression in the model
     if (a.drv.flags & ~uint16_t(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
         return -EOPNOTSUPP;
-    // (64-bit: max_cqe may be configured up to 2^32-1)
-    uint64_t n64 = 1;
-    while (n64 < uint64_t(a.cqe) + 1)
-        n64 <<= 1;
-    if (n64 > (1ull << 31) || n64 - 1 > uint64_t(d.max_cqe) + 1)
+    const uint32_t n = cq_ring_entries(a.cqe, d.max_cqe);
+    if (!n)
         return -EINVAL;
-    const uint32_t n = static_cast<uint32_t>(n64);
     if (!app_range_ok(a.drv.buf_addr, uint64_t(n) * a.drv.cqe_size, true) || !app_range_ok(a.drv.db_addr, 8, true))
         return -EFAULT;
     if (a.drv.db_addr & 7)
@@ -762,12 +774,9 @@ int resize_cq(Context& c, uint32_t handle, uint32_t cqe, const mlx5_ib_resize_cq
         return -EINVAL;
     if (cqe < 1 || cqe > d.max_cqe)
         return -EINVAL;
-    uint64_t n64 = 1;
-    while (n64 < uint64_t(cqe) + 1)
-        n64 <<= 1;
-    if (n64 > (1ull << 31) || n64 - 1 > uint64_t(d.max_cqe) + 1)
+    const uint32_t n = cq_ring_entries(cqe, d.max_cqe);
+    if (!n)
         return -EINVAL;
-    const uint32_t n = static_cast<uint32_t>(n64);
     if (n == cq->ncqe) {
         cqe_out = n - 1;
         return 0;
@@ -784,8 +793,7 @@ int resize_cq(Context& c, uint32_t handle, uint32_t cqe, const mlx5_ib_resize_cq
         return -EINVAL;
     // The device refuses a ring that cannot hold what the consumer has not
     // taken yet (as the consumer index record says) and the resize CQE.
-    const uint32_t cons = be32toh(__atomic_load_n(&cq->dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-    if (((cq->pi - cons) & 0xffffff) + 1 > n)
+    if (cq_unconsumed(*cq) + 1 > n)
         return -EINVAL;
     UVSIM_TRACE("resize_cq cqn 0x%x entries %u -> %u cqe_size %u buf 0x%llx", cq->cqn, cq->ncqe, n, drv.cqe_size,
                 (unsigned long long)drv.buf_addr);
