@@ -343,6 +343,7 @@ int Mlx5Context::open(const mlx5dv_context_attr* attr) {
     ops.post_send = post_send;
     ops.post_recv = post_recv;
     ops.post_srq_recv = post_srq_recv;
+    ops.bind_mw = bind_mw;
     if (int e = get_context(devx_only))
         return e;
     if (int e = map_uars(page_size_))
@@ -742,6 +743,19 @@ int Mlx5Context::rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t
 
 int Mlx5Context::dereg_mr(VerbsMr* mr) {
     return destroy_object(mr, [&](VerbsMr& m) { return cmd_dereg_mr(&m); });
+}
+
+// ---------------------------------------------------------------------- MW
+
+// mlx5_ib takes an optional request (struct mlx5_ib_alloc_mw); like the
+// reference, this provider sends none: one translation entry, what a bind
+// through a UMR WQE uses.
+ibv_mw* Mlx5Context::alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+    return create_object<ibv_mw>([&](ibv_mw& mw) { return cmd_alloc_mw(pd, type, &mw); });
+}
+
+int Mlx5Context::dealloc_mw(ibv_mw* mw) {
+    return destroy_object(mw, [&](ibv_mw& m) { return cmd_dealloc_mw(&m); });
 }
 
 // ------------------------------------------------------------ the provider

@@ -169,6 +169,9 @@ public:
     int query_srq(ibv_srq* srq, ibv_srq_attr* attr) override;
     int destroy_srq(ibv_srq* srq) override;
 
+    ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) override;
+    int dealloc_mw(ibv_mw* mw) override;
+
     ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) override;
     int destroy_ah(ibv_ah* ah) override;
 
@@ -436,6 +439,7 @@ struct WrBatch {
     uint8_t* last_ctrl = nullptr;
     uint32_t last_size = 0;
     bool last_inl = false;
+    const uint8_t* start_fm = nullptr;  // the QP's fm_table at wr_start: abort restores it
 };
 
 struct Mlx5Qp {
@@ -453,7 +457,13 @@ struct Mlx5Qp {
     uint32_t uidx;
     uint32_t max_inline;
     uint32_t qpn8;  // the QP number as a control segment's qpn_ds has it
-    uint8_t sq_signal_bits;  // CQ_UPDATE when every WR is signaled
+    // The control segment's fence/completion/solicited byte per send-flag
+    // combination: fm_base for this QP (with CQ_UPDATE throughout when
+    // every WR is signaled), fm_table the one the next WQE uses, which is
+    // fm_base but right after a memory window operation: then the next
+    // WQE waits for it (a small fence unless it asks for a full one).
+    const uint8_t* fm_table;
+    const uint8_t* fm_base;
     bool atomics;
     bool uidx_stored;
     WrBatch wr;
@@ -519,6 +529,7 @@ int arm_cq(ibv_cq* cq, int solicited_only) noexcept;
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) noexcept;
 void install_cq_ex_ops(Mlx5Cq& cq, bool single_threaded);
 void install_dv_qp_ops(Mlx5Qp& qp, uint64_t dv_send_ops);
 int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;

@@ -57,8 +57,8 @@ constexpr uint64_t kRdmaOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WR
 
 uint64_t supported_send_ops(ibv_qp_type type) {
     switch (type) {
-    case IBV_QPT_RC: return kRcSendOps;
-    case IBV_QPT_UC: return kUcSendOps;
+    case IBV_QPT_RC: return kRcSendOps | kBindOps;
+    case IBV_QPT_UC: return kUcSendOps | kBindOps;
     case IBV_QPT_UD: return kUdSendOps;
     default: return 0;
     }
@@ -152,12 +152,15 @@ int size_rq(const Caps& caps, const ibv_qp_init_attr& a, Sizes& s) {
 bool is_atomic(ibv_wr_opcode op) { return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD; }
 
 // The device opcode of a legacy work request, and what its completion
-// reports; 0xff for the operations this provider does not carry yet
-// (memory windows, TSO, driver opcodes).
+// reports; 0xff for the operations this provider does not carry (TSO,
+// driver opcodes). The memory window operations are UMR WQEs; their entry
+// says kUmrOp, which the send loop's fast path treats like 0xff, so that
+// they cost the ordinary operations no test.
 struct OpInfo {
     uint8_t mlx5;
     uint8_t wc;
 };
+constexpr uint8_t kUmrOp = 0xfe;
 constexpr OpInfo kOps[kOpcodeCount] = {
     {MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE},  // IBV_WR_RDMA_WRITE
     {MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE},  // IBV_WR_RDMA_WRITE_WITH_IMM
@@ -166,8 +169,8 @@ constexpr OpInfo kOps[kOpcodeCount] = {
     {MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ},  // IBV_WR_RDMA_READ
     {MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP},  // IBV_WR_ATOMIC_CMP_AND_SWP
     {MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD},  // IBV_WR_ATOMIC_FETCH_AND_ADD
-    {0xff, IBV_WC_LOCAL_INV},  // IBV_WR_LOCAL_INV
-    {0xff, IBV_WC_BIND_MW},  // IBV_WR_BIND_MW
+    {kUmrOp, IBV_WC_LOCAL_INV},  // IBV_WR_LOCAL_INV
+    {kUmrOp, IBV_WC_BIND_MW},  // IBV_WR_BIND_MW
     {MLX5_OPCODE_SEND_INVAL, IBV_WC_SEND},  // IBV_WR_SEND_WITH_INV
     {0xff, IBV_WC_TSO},  // IBV_WR_TSO
     {0xff, IBV_WC_DRIVER1},  // IBV_WR_DRIVER1
@@ -175,17 +178,30 @@ constexpr OpInfo kOps[kOpcodeCount] = {
 
 // The control segment's fence/completion/solicited bits for each
 // combination of the three send flags that set them (one load instead of
-// three tests).
+// three tests), in four tables: with CQ_UPDATE on every entry or not (the
+// QP signals every WR), and after a memory window operation or not (the
+// WQE that follows one waits for it with a small fence, unless it asks
+// for the full fence itself). A QP points at the table its next WQE uses.
 static_assert(IBV_SEND_FENCE == 1 && IBV_SEND_SIGNALED == 2 && IBV_SEND_SOLICITED == 4);
 constexpr unsigned int kFmCeSeFlags = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
-constexpr auto kFmCeSe = [] {
-    std::array<uint8_t, kFmCeSeFlags + 1> t{};
-    for (unsigned int f = 0; f <= kFmCeSeFlags; ++f)
-        t[f] = static_cast<uint8_t>(((f & IBV_SEND_FENCE) ? MLX5_WQE_CTRL_FENCE : 0) |
-                                    ((f & IBV_SEND_SIGNALED) ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
-                                    ((f & IBV_SEND_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0));
+constexpr size_t kFmEntries = kFmCeSeFlags + 1;
+alignas(64) constexpr auto kFmTables = [] {
+    std::array<uint8_t, 4 * kFmEntries> t{};
+    for (unsigned int sig_all = 0; sig_all < 2; ++sig_all)
+        for (unsigned int after_umr = 0; after_umr < 2; ++after_umr)
+            for (unsigned int f = 0; f <= kFmCeSeFlags; ++f) {
+                const uint8_t fence = (f & IBV_SEND_FENCE) ? MLX5_WQE_CTRL_FENCE
+                    : after_umr                            ? MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE
+                                                           : 0;
+                t[(sig_all * 2 + after_umr) * kFmEntries + f] =
+                    static_cast<uint8_t>(fence | ((sig_all || (f & IBV_SEND_SIGNALED)) ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+                                         ((f & IBV_SEND_SOLICITED) ? MLX5_WQE_CTRL_SOLICITED : 0));
+            }
     return t;
 }();
+// The table of a QP that signals every WR (or not); + kFmEntries: the
+// one after a memory window operation.
+inline const uint8_t* fm_base_table(bool sig_all) { return kFmTables.data() + (sig_all ? 2 * kFmEntries : 0); }
 
 // Would nreq more WRs overflow the queue? The tail moves under the CQ's
 // lock (poll), so a full-looking queue is looked at again under it.
@@ -339,7 +355,7 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         q.sq.start = q.buf.get() + sz.rq_bytes;
         q.sq_end = q.sq.start + sz.sq_bytes;
         q.max_inline = sz.has_sq ? sz.max_inline : 0;
-        q.sq_signal_bits = attr->sq_sig_all ? MLX5_WQE_CTRL_CQ_UPDATE : 0;
+        q.fm_base = q.fm_table = fm_base_table(attr->sq_sig_all);
         q.atomics = caps_.atomic_cap != IBV_ATOMIC_NONE;
         const int64_t uidx = store_uidx(&q);
         if (uidx < 0)
@@ -516,6 +532,7 @@ int Mlx5Context::modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
         if (ibqp->send_cq != ibqp->recv_cq)
             clean_cq(ibqp->send_cq ? to_mcq(ibqp->send_cq) : nullptr, qp->uidx, nullptr);
         qp->sq.head = qp->sq.tail = qp->sq.cur_post = 0;
+        qp->fm_table = qp->fm_base;
         qp->rq.head = qp->rq.tail = 0;
         qp->db[MLX5_RCV_DBR] = 0;
         qp->db[MLX5_SND_DBR] = 0;
@@ -587,7 +604,7 @@ namespace {
     return dst;
 }
 
-inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
+[[gnu::always_inline]] inline uint8_t* copy_to_sq(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* src, size_t len) {
     if (len <= 32 && static_cast<size_t>(qp.sq_end - dst) >= len) [[likely]] {
         copy_small(dst, src, len);
         return dst + len;
@@ -682,6 +699,67 @@ struct WqeBuilder {
         if (seg >= qp.sq_end)
             seg = qp.sq.start + (seg - qp.sq_end);
     }
+    // A memory window operation's segments after the control segment (whose
+    // immediate names the window): the UMR control segment, the mkey
+    // context, and for a bind with a length one translation entry (in a
+    // 64-byte block, the four entries the segment holds). A bind gives the
+    // window `key`'s variant byte, the range of `bind` (from 0 when it is
+    // zero-based) and its access; a type 2 window also the QP number, and
+    // it must be free. Without a length the window is made free (a type 2
+    // one only through the QP it serves): an unbind, a local invalidate.
+    void umr(const ibv_mw_bind_info* bind, uint32_t key, bool type2) {
+        const uint64_t length = bind ? bind->length : 0;
+        auto* u = reinterpret_cast<mlx5_wqe_umr_ctrl_seg*>(seg);
+        std::memset(u, 0, sizeof(*u));
+        uint8_t flags = MLX5_WQE_UMR_CTRL_FLAG_INLINE | MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET;
+        uint64_t mask = MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE | MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY;
+        if (type2) {
+            flags |= length ? MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE : MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN;
+            mask |= MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN;
+        }
+        if (length) {
+            mask |= MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN | MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR |
+                MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE | MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ |
+                MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE | MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC;
+            u->klm_octowords = htobe16(4);
+        }
+        u->flags = flags;
+        u->mkey_mask = htobe64(mask);
+        seg += sizeof(*u);
+        size += sizeof(*u) / kSegSize;
+        wrap();
+        auto* mk = reinterpret_cast<mlx5_wqe_mkey_context_seg*>(seg);
+        std::memset(mk, 0, sizeof(*mk));
+        uint32_t qpn = 0xffffff;  // any QP
+        if (length) {
+            const unsigned int a = bind->mw_access_flags;
+            mk->access_flags = static_cast<uint8_t>(
+                ((a & IBV_ACCESS_LOCAL_WRITE) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_WRITE : 0) |
+                ((a & IBV_ACCESS_REMOTE_READ) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ : 0) |
+                ((a & IBV_ACCESS_REMOTE_WRITE) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE : 0) |
+                ((a & IBV_ACCESS_REMOTE_ATOMIC) ? MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC : 0));
+            mk->start_addr = htobe64((a & IBV_ACCESS_ZERO_BASED) ? 0 : bind->addr);
+            mk->len = htobe64(length);
+            if (type2)
+                qpn = qp.vqp.qp()->qp_num;
+        } else {
+            mk->free = MLX5_WQE_MKEY_CONTEXT_FREE;
+        }
+        mk->qpn_mkey = htobe32((qpn << 8) | (key & 0xff));
+        seg += sizeof(*mk);
+        size += sizeof(*mk) / kSegSize;
+        wrap();
+        if (!length)
+            return;
+        auto* klm = reinterpret_cast<mlx5_wqe_umr_klm_seg*>(seg);
+        std::memset(klm, 0, 4 * sizeof(*klm));
+        klm->byte_count = htobe32(static_cast<uint32_t>(length));
+        klm->mkey = htobe32(bind->mr->lkey);
+        klm->address = htobe64(bind->addr);
+        seg += 4 * sizeof(*klm);
+        size += 4 * sizeof(*klm) / kSegSize;
+        wrap();
+    }
     // The control segment but its DS count, and the bookkeeping the
     // completion needs: all known when the WQE begins, so the ibv_wr_*
     // builders write it then and keep nothing of it for later.
@@ -691,11 +769,14 @@ struct WqeBuilder {
         ctrl->opmod_idx_opcode = htobe32(((sq.cur_post & 0xffff) << 8) | op.mlx5);
         ctrl->signature = 0;
         ctrl->dci_stream_channel_id = 0;
-        ctrl->fm_ce_se = qp.sq_signal_bits | kFmCeSe[send_flags & kFmCeSeFlags];
+        ctrl->fm_ce_se = qp.fm_table[send_flags & kFmCeSeFlags];
+        qp.fm_table = qp.fm_base;
         ctrl->imm = imm;
-        sq.wrid[cur.idx] = wr_id;
-        sq.wqe_head[cur.idx] = sq.head + nreq;
-        sq.wc_opcode[cur.idx] = op.wc;
+        // the index read once: the stores below could alias it
+        const uint32_t idx = cur.idx;
+        sq.wrid[idx] = wr_id;
+        sq.wqe_head[idx] = sq.head + nreq;
+        sq.wc_opcode[idx] = op.wc;
     }
     // The DS count, once every segment is in; the WQE then belongs to the
     // device once the doorbell says so.
@@ -710,6 +791,27 @@ struct WqeBuilder {
     }
 };
 
+// A window bind or local invalidate as a UMR WQE (RC and UC). Its
+// control segment names the window (the window's current key, or the key
+// to invalidate); the WQE after it waits for it. 0 or EINVAL (a bind with
+// no window, or a length and no MR). Out of line: the ordinary
+// operations' loop stays as it is.
+[[gnu::noinline]] int post_umr(Mlx5Qp& qp, const ibv_send_wr& wr, uint32_t nreq, WqeCursor& cur) {
+    const bool bind = wr.opcode == IBV_WR_BIND_MW;
+    const ibv_mw* mw = wr.bind_mw.mw;
+    if (bind && (!mw || (!wr.bind_mw.bind_info.mr && wr.bind_mw.bind_info.length)))
+        return EINVAL;
+    WqeBuilder b(qp, cur, true);
+    if (bind)
+        b.umr(&wr.bind_mw.bind_info, wr.bind_mw.rkey, mw->type == IBV_MW_TYPE_2);
+    else
+        b.umr(nullptr, 0, true);
+    const __be32 imm = htobe32(bind ? mw->rkey : wr.invalidate_rkey);
+    b.finish(OpInfo{MLX5_OPCODE_UMR, kOps[wr.opcode].wc}, wr.send_flags, imm, wr.wr_id, nreq);
+    qp.fm_table = qp.fm_base + kFmEntries;
+    return 0;
+}
+
 __be32 imm_of(const ibv_send_wr& wr) {
     if (wr.opcode == IBV_WR_SEND_WITH_IMM || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
         return wr.imm_data;
@@ -720,16 +822,36 @@ __be32 imm_of(const ibv_send_wr& wr) {
 
 }  // namespace
 
-int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
-    Mlx5Qp* qp = to_mqp(ibqp);
-    Mlx5Wq& sq = qp->sq;
-    std::lock_guard guard(sq.lock);
-    const ibv_qp_type type = ibqp->qp_type;
-    int err = 0;
+namespace {
+
+// What a list posted so far leaves for the doorbell.
+struct Posted {
     uint32_t nreq = 0;
     uint8_t* last_ctrl = nullptr;
     uint32_t last_size = 0;
     bool last_inline = false;
+};
+
+template <bool kUmr>
+int post_list(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done);
+
+// A list that reached a memory window operation carries on here with what
+// it posted so far: the ordinary loop never builds a UMR WQE.
+[[gnu::noinline, gnu::cold]] int post_list_with_umr(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done) {
+    return post_list<true>(ibqp, wr, bad_wr, done);
+}
+
+// Posts a list under the SQ lock; `done`: what is posted of it already.
+template <bool kUmr>
+[[gnu::always_inline]] inline int post_list(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done) {
+    Mlx5Qp* qp = to_mqp(ibqp);
+    Mlx5Wq& sq = qp->sq;
+    const ibv_qp_type type = ibqp->qp_type;
+    int err = 0;
+    uint32_t nreq = done.nreq;
+    uint8_t* last_ctrl = done.last_ctrl;
+    uint32_t last_size = done.last_size;
+    bool last_inline = done.last_inline;
     for (; wr; wr = wr->next, ++nreq) {
         if (wr->opcode < 0 || wr->opcode >= kOpcodeCount) [[unlikely]] {
             err = EINVAL;
@@ -749,8 +871,21 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             break;
         }
         const OpInfo op = kOps[wr->opcode];
-        if (op.mlx5 == 0xff || (type == IBV_QPT_UD && !wr->wr.ud.ah)) [[unlikely]] {
+        if (op.mlx5 >= kUmrOp || (type == IBV_QPT_UD && !wr->wr.ud.ah)) [[unlikely]] {
+            // a memory window operation (RC, UC: see below), or what this
+            // QP cannot send
             err = EINVAL;
+            if constexpr (kUmr) {
+                if (op.mlx5 == kUmrOp && type != IBV_QPT_UD) {
+                    WqeCursor cur;
+                    if ((err = post_umr(*qp, *wr, nreq, cur)))
+                        break;
+                    last_ctrl = cur.ctrl;
+                    last_size = cur.size;
+                    last_inline = false;
+                    continue;
+                }
+            }
             break;
         }
         const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
@@ -770,10 +905,14 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
         }
         if (inl) {
-            const bool fits = b.inline_data(static_cast<size_t>(wr->num_sge), [&](size_t i) {
+            const auto piece = [&](size_t i) {
                 return ibv_data_buf{reinterpret_cast<void*>(static_cast<uintptr_t>(wr->sg_list[i].addr)),
                                     wr->sg_list[i].length};
-            });
+            };
+            // one piece, the common case, without the loop (and the
+            // registers it needs)
+            const bool fits =
+                wr->num_sge == 1 ? b.inline_data(1, piece) : b.inline_data(static_cast<size_t>(wr->num_sge), piece);
             if (!fits) [[unlikely]] {
                 err = ENOMEM;  // this WQE is never finished: nothing of it is posted
                 break;
@@ -787,11 +926,21 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
         last_size = cur.size;
         last_inline = inl;
     }
-    if (err)
+    if (err) [[unlikely]] {
+        if (!kUmr && kOps[wr->opcode].mlx5 == kUmrOp && type != IBV_QPT_UD && err == EINVAL)
+            return post_list_with_umr(ibqp, wr, bad_wr, Posted{nreq, last_ctrl, last_size, last_inline});
         *bad_wr = wr;
+    }
     if (nreq)
         ring_send_doorbell(*qp, last_ctrl, last_size, nreq, last_inline);
     return err;
+}
+
+}  // namespace
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+    std::lock_guard guard(to_mqp(ibqp)->sq.lock);
+    return post_list<false>(ibqp, wr, bad_wr, Posted{});
 }
 
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
@@ -839,6 +988,27 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     return err;
 }
 
+// ibv_bind_mw (type 1 windows; the inline wrapper checked the type, the
+// MR's presence and PD): a BIND_MW work request with the window's next
+// key, which the window carries once it is posted. A zero-based window
+// only through the work request interfaces.
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) noexcept {
+    if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+        return EINVAL;
+    ibv_send_wr wr{};
+    wr.wr_id = bind->wr_id;
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.send_flags = bind->send_flags;
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    wr.bind_mw.bind_info = bind->bind_info;
+    ibv_send_wr* bad = nullptr;
+    if (int e = post_send(qp, &wr, &bad))
+        return e;
+    mw->rkey = wr.bind_mw.rkey;
+    return 0;
+}
+
 // ------------------------------------------------- ibv_wr_* send interface
 
 namespace {
@@ -875,7 +1045,7 @@ enum class Xport { any, ud, connected };
 // Starts the WQE of one work request; false (and the batch's error set)
 // when it cannot be posted.
 template <Xport X = Xport::any>
-[[gnu::always_inline]] inline bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
+[[gnu::always_inline]] inline bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm, const OpInfo& info) {
     Mlx5Qp* qp = to_mqp(qpx);
     WrBatch& b = qp->wr;
     if (!wr_room(qp))
@@ -885,15 +1055,22 @@ template <Xport X = Xport::any>
         return false;
     }
     WqeBuilder w(*qp, b.cur, true);
-    w.head(kOps[opcode], qpx->wr_flags, imm, qpx->wr_id, b.nreq);
+    // the address vector's room first (filled by wr_set_ud_addr): the
+    // cursor is then complete before head()'s stores, which could alias it
     const bool ud = X == Xport::ud || (X == Xport::any && qp->vqp.qp()->qp_type == IBV_QPT_UD);
     if (ud)
-        w.av();  // filled by wr_set_ud_addr
+        w.av();
+    w.head(info, qpx->wr_flags, imm, qpx->wr_id, b.nreq);
     b.open = true;
     b.pending = ud ? 2 : 1;
     b.opcode = static_cast<uint8_t>(opcode);
     b.inl = false;
     return true;
+}
+
+template <Xport X = Xport::any>
+[[gnu::always_inline]] inline bool wr_begin(ibv_qp_ex* qpx, ibv_wr_opcode opcode, __be32 imm) {
+    return wr_begin<X>(qpx, opcode, imm, kOps[opcode]);
 }
 
 // One setter done; the last one completes the WQE.
@@ -944,6 +1121,29 @@ void wr_atomic_cmp_swp(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr, uint64_t c
 }
 void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t raddr, uint64_t add) {
     wr_atomic(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, add, 0);
+}
+
+// The memory window operations: the WQE is whole once begun (no setter
+// follows), and the next one waits for it.
+void wr_umr(ibv_qp_ex* qpx, ibv_wr_opcode op, __be32 imm, const ibv_mw_bind_info* bind, uint32_t key, bool type2) {
+    if (!wr_begin<Xport::connected>(qpx, op, imm, OpInfo{MLX5_OPCODE_UMR, kOps[op].wc}))
+        return;
+    Mlx5Qp* qp = to_mqp(qpx);
+    WqeBuilder(*qp, qp->wr.cur, false).umr(bind, key, type2);
+    wr_setter_done(qp);
+    qp->fm_table = qp->fm_base + kFmEntries;
+}
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* bind) {
+    if (!mw || (!bind->mr && bind->length)) {
+        Mlx5Qp* qp = to_mqp(qpx);
+        if (!qp->wr.err)
+            fail(qp->wr, EINVAL);
+        return;
+    }
+    wr_umr(qpx, IBV_WR_BIND_MW, htobe32(mw->rkey), bind, rkey, mw->type == IBV_MW_TYPE_2);
+}
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
+    wr_umr(qpx, IBV_WR_LOCAL_INV, htobe32(invalidate_rkey), nullptr, 0, true);
 }
 
 // Installed on UD QPs only; the others get wr_no_ud_addr.
@@ -1026,6 +1226,7 @@ void wr_start(ibv_qp_ex* qpx) {
     b.err = 0;
     b.open = false;
     b.start_post = qp->sq.cur_post;
+    b.start_fm = qp->fm_table;
     // A send queue not open yet (or reset) takes no batch, not even an
     // empty one.
     if (qp->sq.post_gs < 0) [[unlikely]]
@@ -1038,9 +1239,10 @@ int wr_complete(ibv_qp_ex* qpx) {
     Mlx5Qp* qp = to_mqp(qpx);
     WrBatch& b = qp->wr;
     int err = b.err ? b.err : (b.open ? EINVAL : 0);
-    if (err)
+    if (err) {
         qp->sq.cur_post = b.start_post;
-    else if (b.nreq)
+        qp->fm_table = b.start_fm;
+    } else if (b.nreq)
         ring_send_doorbell(*qp, b.last_ctrl, b.last_size, b.nreq, b.last_inl);
     qp->sq.lock.unlock();
     return err;
@@ -1049,6 +1251,7 @@ int wr_complete(ibv_qp_ex* qpx) {
 void wr_abort(ibv_qp_ex* qpx) {
     Mlx5Qp* qp = to_mqp(qpx);
     qp->sq.cur_post = qp->wr.start_post;
+    qp->fm_table = qp->wr.start_fm;
     qp->sq.lock.unlock();
 }
 
@@ -1106,6 +1309,10 @@ void install_qp_ex_ops(ibv_qp_ex& q) {
     q.wr_rdma_read = wr_rdma_read;
     q.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     q.wr_atomic_fetch_add = wr_atomic_fetch_add;
+    if (!ud) {
+        q.wr_bind_mw = wr_bind_mw;
+        q.wr_local_inv = wr_local_inv;
+    }
     q.wr_set_ud_addr = ud ? wr_set_ud_addr : wr_no_ud_addr;
     q.wr_set_sge = wr_set_sge;
     q.wr_set_sge_list = wr_set_sge_list;

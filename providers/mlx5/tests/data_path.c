@@ -185,6 +185,8 @@ static const char* opcode_name(enum ibv_wc_opcode o) {
     case IBV_WC_FETCH_ADD: return "FETCH_ADD";
     case IBV_WC_RECV: return "RECV";
     case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+    case IBV_WC_BIND_MW: return "BIND_MW";
+    case IBV_WC_LOCAL_INV: return "LOCAL_INV";
     default: break;
     }
     static char num[16];
@@ -1097,6 +1099,397 @@ out:
         ibv_dealloc_pd(pd2);
 }
 
+/* ------------------------------------------------------ memory windows */
+
+/* A connected RC pair for one memory-window check: each remote access error
+ * takes both QPs to the error state, so every check gets new ones. */
+struct mw_pair {
+    struct ibv_qp* x; /* requester */
+    struct ibv_qp* y; /* responder: binds the windows */
+};
+
+static int mw_pair_open(struct env* e, struct mw_pair* p) {
+    p->x = make_qp(e, IBV_QPT_RC, NULL);
+    p->y = make_qp(e, IBV_QPT_RC, NULL);
+    if (!p->x || !p->y || connect_pair(e, p->x, p->y)) {
+        printf("  pair: setup failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+static void mw_pair_close(struct mw_pair* p) {
+    if (p->x)
+        ibv_destroy_qp(p->x);
+    if (p->y)
+        ibv_destroy_qp(p->y);
+    p->x = p->y = NULL;
+}
+
+/* One completion, bounded wait; its status (or "no completion") printed
+ * with the opcode of a success, the flags and, for an invalidating
+ * receive, whether the invalidated key is `inv_rkey`. */
+static void mw_reap(struct env* e, const char* what, uint32_t inv_rkey) {
+    struct ibv_wc wc;
+    memset(&wc, 0x5a, sizeof(wc));
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int n;
+    while ((n = ibv_poll_cq(e->cq, 1, &wc)) == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 5)
+            break;
+    }
+    if (n != 1) {
+        printf("    %-36s no completion\n", what);
+        return;
+    }
+    printf("    %-36s wr_id %llu %s %s flags 0x%x", what, (unsigned long long)wc.wr_id,
+           wc.status ? ibv_wc_status_str(wc.status) : "ok", wc.status ? "-" : opcode_name(wc.opcode),
+           wc.status ? 0 : wc.wc_flags);
+    if (!wc.status && (wc.wc_flags & IBV_WC_WITH_INV))
+        printf(" invalidated %s", wc.invalidated_rkey == inv_rkey ? "the window" : "another key");
+    printf("\n");
+}
+
+/* An RDMA write of 32 bytes from x through `rkey` to `dst`: the post, the
+ * completion, whether the bytes arrived. */
+static void mw_write(struct env* e, struct ibv_qp* x, uint32_t rkey, char* dst, const char* what) {
+    static unsigned stamp;
+    char* src = e->buf + 512;
+    snprintf(src, 32, "window write %u", ++stamp);
+    memset(dst, 0, 32);
+    struct ibv_sge s = {.addr = (uintptr_t)src, .length = 32, .lkey = e->mr->lkey};
+    struct ibv_send_wr w = {.wr_id = 900,
+                            .sg_list = &s,
+                            .num_sge = 1,
+                            .opcode = IBV_WR_RDMA_WRITE,
+                            .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    w.wr.rdma.remote_addr = (uintptr_t)dst;
+    w.wr.rdma.rkey = rkey;
+    int r = ibv_post_send(x, &w, &bad);
+    if (r) {
+        printf("    %-36s post %s\n", what, err_name(r));
+        return;
+    }
+    mw_reap(e, what, 0);
+    printf("    %-36s arrived %s\n", "", memcmp(dst, src, 32) ? "no" : "yes");
+}
+
+/* A type 2 bind (or unbind: length 0) posted on qp; its rkey is the
+ * window's key with the next variant byte. 0 or the post's errno. */
+static int mw_post_bind(struct ibv_qp* qp, struct ibv_mw* mw, uint32_t rkey, struct ibv_mr* mr, void* addr, size_t len,
+                        unsigned access, uint64_t wr_id) {
+    struct ibv_send_wr w = {.wr_id = wr_id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED}, *bad;
+    w.bind_mw.mw = mw;
+    w.bind_mw.rkey = rkey;
+    w.bind_mw.bind_info.mr = mr;
+    w.bind_mw.bind_info.addr = (uintptr_t)addr;
+    w.bind_mw.bind_info.length = len;
+    w.bind_mw.bind_info.mw_access_flags = access;
+    return ibv_post_send(qp, &w, &bad);
+}
+
+/* A new type 2 window bound on p->y to [win, win + 4096) for remote
+ * writes; its key in *key. Null, with the reason printed, on failure. */
+static struct ibv_mw* mw2_bound(struct env* e, struct mw_pair* p, struct ibv_mr* mr, char* win, uint32_t* key) {
+    struct ibv_mw* mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+    if (!mw) {
+        printf("    alloc type 2: %s\n", err_name(errno));
+        return NULL;
+    }
+    *key = ibv_inc_rkey(mw->rkey);
+    const uint32_t before = mw->rkey;
+    int r = mw_post_bind(p->y, mw, *key, mr, win, 4096, IBV_ACCESS_REMOTE_WRITE, 920);
+    printf("    %-36s %s\n", "post bind", err_name(r));
+    mw_reap(e, "bind completion", 0);
+    if (mw->rkey != before)
+        printf("    mw->rkey changed by the post\n");
+    return mw;
+}
+
+/* Two completions (a send and its receive) printed in wr_id order. */
+static void mw_reap2(struct env* e, const char* what, uint32_t inv_rkey) {
+    struct ibv_wc wc[2];
+    int n = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (n < 2) {
+        int k = ibv_poll_cq(e->cq, 2 - n, wc + n);
+        if (k < 0)
+            break;
+        n += k;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 5)
+            break;
+    }
+    if (n == 2 && wc[0].wr_id > wc[1].wr_id) {
+        struct ibv_wc x = wc[0];
+        wc[0] = wc[1];
+        wc[1] = x;
+    }
+    printf("    %s: %d\n", what, n);
+    for (int i = 0; i < n; i++) {
+        printf("      wr_id %llu %s %s flags 0x%x", (unsigned long long)wc[i].wr_id,
+               wc[i].status ? ibv_wc_status_str(wc[i].status) : "ok", wc[i].status ? "-" : opcode_name(wc[i].opcode),
+               wc[i].status ? 0 : wc[i].wc_flags);
+        if (!wc[i].status && (wc[i].wc_flags & IBV_WC_WITH_INV))
+            printf(" invalidated %s", wc[i].invalidated_rkey == inv_rkey ? "the window" : "another key");
+        printf("\n");
+    }
+}
+
+static const char* key_change(uint32_t before, uint32_t after) {
+    if (before == after)
+        return "unchanged";
+    if ((before >> 8) == (after >> 8) && (uint8_t)(before + 1) == (uint8_t)after)
+        return "next variant";
+    return "other";
+}
+
+/* Memory windows of both types: allocation, binds through ibv_bind_mw
+ * (type 1) and IBV_WR_BIND_MW (type 2), remote writes inside and outside
+ * the window and through stale keys, invalidation (local, remote,
+ * deallocation), and binds the device refuses. */
+static void mw_traffic(struct env* e) {
+    printf("memory windows\n");
+    struct ibv_mw* bad_type = ibv_alloc_mw(e->pd, (enum ibv_mw_type)3);
+    printf("  alloc type 3: %s\n", bad_type ? "ok" : err_name(errno));
+    if (bad_type)
+        ibv_dealloc_mw(bad_type);
+    char* win = e->buf + 32768; /* the MR the windows bind to: 8 KiB */
+    struct ibv_mr* mr =
+        ibv_reg_mr(e->pd, win, 8192,
+                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+    struct ibv_mr* nobind = ibv_reg_mr(e->pd, win, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    struct ibv_mw* mw1 = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+    struct ibv_mw* mw2 = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+    printf("  alloc type 1: %s, type 2: %s\n", mw1 ? "ok" : err_name(errno), mw2 ? "ok" : err_name(errno));
+    struct mw_pair p = {0};
+    if (!mr || !nobind || !mw1 || !mw2) {
+        printf("  setup failed\n");
+        goto out;
+    }
+    printf("  type %d and %d, same pd %d, keys differ %d\n", mw1->type, mw2->type, mw1->pd == e->pd,
+           mw1->rkey != mw2->rkey);
+
+    printf("  type 1\n");
+    if (mw_pair_open(e, &p))
+        goto out;
+    uint32_t k0 = mw1->rkey;
+    struct ibv_mw_bind b = {.wr_id = 910, .send_flags = IBV_SEND_SIGNALED};
+    b.bind_info.mr = mr;
+    b.bind_info.addr = (uintptr_t)(win + 1024);
+    b.bind_info.length = 2048;
+    b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    printf("    %-36s %s\n", "ibv_bind_mw", err_name(ibv_bind_mw(p.y, mw1, &b)));
+    mw_reap(e, "bind completion", 0);
+    uint32_t k1 = mw1->rkey;
+    printf("    %-36s %s\n", "rkey", key_change(k0, k1));
+    mw_write(e, p.x, k1, win + 1024, "write at the window's start");
+    mw_write(e, p.x, k1, win + 3072 - 32, "write at the window's end");
+    mw_write(e, p.x, k1, win + 3072 - 16, "write across the window's end");
+    mw_pair_close(&p);
+    /* a type 1 window serves every QP of its PD */
+    if (mw_pair_open(e, &p))
+        goto out;
+    mw_write(e, p.x, k1, win + 2048, "write from another pair");
+    mw_write(e, p.x, k0, win + 2048, "write through the old key");
+    mw_pair_close(&p);
+    if (mw_pair_open(e, &p))
+        goto out;
+    mw_write(e, p.x, mr->rkey, win, "write through the MR's own key");
+    b.bind_info.length = 0;
+    b.bind_info.addr = 0;
+    b.bind_info.mr = NULL;
+    b.wr_id = 911;
+    printf("    %-36s %s\n", "ibv_bind_mw length 0", err_name(ibv_bind_mw(p.y, mw1, &b)));
+    mw_reap(e, "unbind completion", 0);
+    printf("    %-36s %s\n", "rkey", key_change(k1, mw1->rkey));
+    mw_write(e, p.x, mw1->rkey, win + 1024, "write after the unbind");
+    mw_pair_close(&p);
+    if (mw_pair_open(e, &p))
+        goto out;
+    /* what the library refuses before posting, and what the device refuses */
+    b.bind_info.mr = mr;
+    b.bind_info.addr = (uintptr_t)win;
+    b.bind_info.length = 4096;
+    b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ZERO_BASED;
+    printf("    %-36s %s\n", "bind zero-based", err_name(ibv_bind_mw(p.y, mw1, &b)));
+    b.bind_info.mr = NULL;
+    b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    printf("    %-36s %s\n", "bind with a length and no MR", err_name(ibv_bind_mw(p.y, mw1, &b)));
+    b.bind_info.mr = nobind;
+    b.wr_id = 912;
+    printf("    %-36s %s\n", "bind to an MR without MW_BIND", err_name(ibv_bind_mw(p.y, mw1, &b)));
+    mw_reap(e, "its completion", 0);
+    mw_pair_close(&p);
+    if (mw_pair_open(e, &p))
+        goto out;
+    b.bind_info.mr = mr;
+    b.bind_info.addr = (uintptr_t)(win + 4096);
+    b.bind_info.length = 8192;
+    b.wr_id = 913;
+    printf("    %-36s %s\n", "bind past the MR's end", err_name(ibv_bind_mw(p.y, mw1, &b)));
+    mw_reap(e, "its completion", 0);
+    mw_pair_close(&p);
+
+    printf("  type 2\n");
+    /* each check a new window bound on a new pair's responder */
+    struct mw_pair q = {0};
+    if (mw_pair_open(e, &p) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out;
+    mw_write(e, p.x, k1, win + 100, "write inside");
+    mw_write(e, p.x, k1, win + 4096, "write past the window");
+    mw_pair_close(&p);
+    ibv_dealloc_mw(mw2);
+
+    /* bound to p.y: no other QP may use it */
+    if (mw_pair_open(e, &p) || mw_pair_open(e, &q) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out2;
+    mw_write(e, q.x, k1, win + 100, "write to another QP");
+    mw_write(e, p.x, k1, win + 100, "write to its own QP");
+    mw_pair_close(&q);
+    mw_pair_close(&p);
+    ibv_dealloc_mw(mw2);
+
+    if (mw_pair_open(e, &p) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out;
+    printf("    %-36s %s\n", "rebind of the bound window",
+           err_name(mw_post_bind(p.y, mw2, ibv_inc_rkey(k1), mr, win, 4096, IBV_ACCESS_REMOTE_WRITE, 922)));
+    mw_reap(e, "its completion", 0);
+    mw_pair_close(&p);
+    ibv_dealloc_mw(mw2);
+
+    /* invalidated locally: from its own QP, after that from another */
+    if (mw_pair_open(e, &p) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out;
+    struct ibv_send_wr inv = {.wr_id = 924, .opcode = IBV_WR_LOCAL_INV, .send_flags = IBV_SEND_SIGNALED}, *badw;
+    inv.invalidate_rkey = k1;
+    printf("    %-36s %s\n", "post local invalidate", err_name(ibv_post_send(p.y, &inv, &badw)));
+    mw_reap(e, "its completion", 0);
+    mw_write(e, p.x, k1, win, "write after it");
+    mw_pair_close(&p);
+    ibv_dealloc_mw(mw2);
+    if (mw_pair_open(e, &p) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out;
+    inv.wr_id = 925;
+    printf("    %-36s %s\n", "local invalidate from another QP", err_name(ibv_post_send(p.x, &inv, &badw)));
+    mw_reap(e, "its completion", 0);
+    mw_pair_close(&p);
+    ibv_dealloc_mw(mw2);
+
+    /* invalidated by the peer's send */
+    if (mw_pair_open(e, &p) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out;
+    struct ibv_sge rs = {.addr = (uintptr_t)(e->buf + 1024), .length = 64, .lkey = e->mr->lkey};
+    struct ibv_recv_wr rw = {.wr_id = 926, .sg_list = &rs, .num_sge = 1}, *badr;
+    printf("    %-36s %s\n", "post_recv", err_name(ibv_post_recv(p.y, &rw, &badr)));
+    struct ibv_sge ss = {.addr = (uintptr_t)e->buf, .length = 16, .lkey = e->mr->lkey};
+    struct ibv_send_wr sinv = {
+        .wr_id = 927, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV, .send_flags = IBV_SEND_SIGNALED};
+    sinv.invalidate_rkey = k1;
+    printf("    %-36s %s\n", "post send with invalidate", err_name(ibv_post_send(p.x, &sinv, &badw)));
+    mw_reap2(e, "completions", k1);
+    mw_write(e, p.x, k1, win, "write after it");
+    mw_pair_close(&p);
+    ibv_dealloc_mw(mw2);
+
+    if (mw_pair_open(e, &p) || !(mw2 = mw2_bound(e, &p, mr, win, &k1)))
+        goto out;
+    printf("    %-36s %s\n", "dealloc the bound window", err_name(ibv_dealloc_mw(mw2)));
+    mw2 = NULL;
+    mw_write(e, p.x, k1, win, "write after it");
+    mw_pair_close(&p);
+
+    /* through ibv_wr_*: a QP created with the bind and invalidate send
+     * ops binds (type 2), the peer writes, the QP invalidates */
+    printf("  ibv_wr_bind_mw, ibv_wr_local_inv\n");
+    {
+        struct ibv_qp_init_attr_ex xa = {
+            .send_cq = e->cq,
+            .recv_cq = e->cq,
+            .qp_type = IBV_QPT_RC,
+            .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1},
+            .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+            .pd = e->pd,
+            .send_ops_flags = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_RDMA_WRITE};
+        errno = 0;
+        p.y = ibv_create_qp_ex(e->ctx, &xa);
+        printf("    %-36s %s", "create_qp_ex bind+inv+write", err_name(p.y ? 0 : errno));
+        if (p.y)
+            printf(" -> wr %u", xa.cap.max_send_wr);
+        printf("\n");
+        p.x = make_qp(e, IBV_QPT_RC, NULL);
+        if (!p.y || !p.x || connect_pair(e, p.x, p.y))
+            goto out;
+        mw2 = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+        if (!mw2)
+            goto out;
+        struct ibv_qp_ex* qx = ibv_qp_to_qp_ex(p.y);
+        struct ibv_mw_bind_info bi = {
+            .mr = mr, .addr = (uintptr_t)win, .length = 2048, .mw_access_flags = IBV_ACCESS_REMOTE_WRITE};
+        k1 = ibv_inc_rkey(mw2->rkey);
+        ibv_wr_start(qx);
+        qx->wr_id = 930;
+        qx->wr_flags = IBV_SEND_SIGNALED;
+        ibv_wr_bind_mw(qx, mw2, k1, &bi);
+        printf("    %-36s %s\n", "wr_complete (bind)", err_name(ibv_wr_complete(qx)));
+        mw_reap(e, "bind completion", 0);
+        mw_write(e, p.x, k1, win + 64, "write inside");
+        ibv_wr_start(qx);
+        qx->wr_id = 931;
+        ibv_wr_local_inv(qx, k1);
+        printf("    %-36s %s\n", "wr_complete (invalidate)", err_name(ibv_wr_complete(qx)));
+        mw_reap(e, "invalidate completion", 0);
+        mw_write(e, p.x, k1, win + 64, "write after it");
+        mw_pair_close(&p);
+        ibv_dealloc_mw(mw2);
+        mw2 = NULL;
+        /* a zero-based window: remote addresses are offsets into it */
+        p.y = ibv_create_qp_ex(e->ctx, &xa);
+        p.x = make_qp(e, IBV_QPT_RC, NULL);
+        if (!p.y || !p.x || connect_pair(e, p.x, p.y) || !(mw2 = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2)))
+            goto out;
+        qx = ibv_qp_to_qp_ex(p.y);
+        bi.addr = (uintptr_t)(win + 4096);
+        bi.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
+        k1 = ibv_inc_rkey(mw2->rkey);
+        ibv_wr_start(qx);
+        qx->wr_id = 932;
+        qx->wr_flags = IBV_SEND_SIGNALED;
+        ibv_wr_bind_mw(qx, mw2, k1, &bi);
+        printf("    %-36s %s\n", "wr_complete (zero-based bind)", err_name(ibv_wr_complete(qx)));
+        mw_reap(e, "bind completion", 0);
+        char* src = e->buf + 512;
+        memset(win + 4096, 0, 256);
+        snprintf(src, 32, "at offset 64");
+        struct ibv_sge zs = {.addr = (uintptr_t)src, .length = 32, .lkey = e->mr->lkey};
+        struct ibv_send_wr zw = {
+            .wr_id = 933, .sg_list = &zs, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};
+        zw.wr.rdma.remote_addr = 64;
+        zw.wr.rdma.rkey = k1;
+        printf("    %-36s %s\n", "write to offset 64", err_name(ibv_post_send(p.x, &zw, &badw)));
+        mw_reap(e, "its completion", 0);
+        printf("    %-36s landed at the window's byte 64: %s\n", "", memcmp(win + 4096 + 64, src, 32) ? "no" : "yes");
+        mw_pair_close(&p);
+    }
+
+out2:
+    mw_pair_close(&q);
+out:
+    mw_pair_close(&p);
+    if (mw1)
+        ibv_dealloc_mw(mw1);
+    if (mw2)
+        ibv_dealloc_mw(mw2);
+    if (nobind)
+        ibv_dereg_mr(nobind);
+    if (mr)
+        ibv_dereg_mr(mr);
+}
+
 int main(void) {
     int n = 0;
     struct ibv_device** list = ibv_get_device_list(&n);
@@ -1185,6 +1578,7 @@ int main(void) {
     cq_resize_traffic(&e);
     overrun_traffic(&e);
     mr_rereg(&e);
+    mw_traffic(&e);
     state_posts(&e);
 
     /* The same traffic once more, its completions read through an

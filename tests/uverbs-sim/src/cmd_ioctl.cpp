@@ -271,6 +271,7 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_SRQ:
     case UVERBS_OBJECT_AH:
     case UVERBS_OBJECT_MR:
+    case UVERBS_OBJECT_MW:
     case UVERBS_OBJECT_ASYNC_EVENT: return true;
     default: return false;
     }
@@ -553,6 +554,8 @@ constexpr WriteCmd kWriteCmds[] = {
     {IB_USER_VERBS_CMD_REG_MR, sizeof(ib_uverbs_reg_mr), sizeof(ib_uverbs_reg_mr_resp)},
     {IB_USER_VERBS_CMD_REREG_MR, sizeof(ib_uverbs_rereg_mr), sizeof(ib_uverbs_rereg_mr_resp)},
     {IB_USER_VERBS_CMD_DEREG_MR, sizeof(ib_uverbs_dereg_mr), 0},
+    {IB_USER_VERBS_CMD_ALLOC_MW, sizeof(ib_uverbs_alloc_mw), sizeof(ib_uverbs_alloc_mw_resp)},
+    {IB_USER_VERBS_CMD_DEALLOC_MW, sizeof(ib_uverbs_dealloc_mw), 0},
     {IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, sizeof(ib_uverbs_create_comp_channel),
      sizeof(ib_uverbs_create_comp_channel_resp)},
     {IB_USER_VERBS_CMD_CREATE_CQ, sizeof(ib_uverbs_create_cq), sizeof(ib_uverbs_create_cq_resp)},
@@ -895,6 +898,7 @@ int m_srq_destroy(Bundle& b) {
 int m_pd_destroy(Bundle& b) { return dealloc_pd(b.c, b.handle(UVERBS_ATTR_DESTROY_PD_HANDLE)); }
 int m_mr_destroy(Bundle& b) { return dereg_mr(b.c, b.handle(UVERBS_ATTR_DESTROY_MR_HANDLE)); }
 int m_ah_destroy(Bundle& b) { return destroy_ah(b.c, b.handle(UVERBS_ATTR_DESTROY_AH_HANDLE)); }
+int m_mw_destroy(Bundle& b) { return dealloc_mw(b.c, b.handle(UVERBS_ATTR_DESTROY_MW_HANDLE)); }
 
 // mlx5 driver method on the PD object (mlx5dv_init_obj): the PD number.
 int m_mlx5_pd_query(Bundle& b) {
@@ -1013,7 +1017,7 @@ const std::vector<Method>& methods() {
             {idr(UVERBS_ATTR_DESTROY_SRQ_HANDLE, UVERBS_OBJECT_SRQ, Access::Destroy, true),
              out_sized(UVERBS_ATTR_DESTROY_SRQ_RESP, sizeof(ib_uverbs_destroy_srq_resp), true)},
             false, m_srq_destroy);
-        // PD, MR, AH: only destroy is an ioctl method
+        // PD, MR, MW, AH: only destroy is an ioctl method
         add(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_PD_HANDLE, UVERBS_OBJECT_PD, Access::Destroy, true)}, false, m_pd_destroy);
         add(UVERBS_OBJECT_PD, MLX5_IB_METHOD_PD_QUERY,
@@ -1024,6 +1028,8 @@ const std::vector<Method>& methods() {
             {idr(UVERBS_ATTR_DESTROY_MR_HANDLE, UVERBS_OBJECT_MR, Access::Destroy, true)}, false, m_mr_destroy);
         add(UVERBS_OBJECT_AH, UVERBS_METHOD_AH_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_AH_HANDLE, UVERBS_OBJECT_AH, Access::Destroy, true)}, false, m_ah_destroy);
+        add(UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY,
+            {idr(UVERBS_ATTR_DESTROY_MW_HANDLE, UVERBS_OBJECT_MW, Access::Destroy, true)}, false, m_mw_destroy);
         return v;
     }();
     return t;

@@ -191,6 +191,36 @@ int cmd_dereg_mr(Cmd& m) {
     return dereg_mr(m.c, q.mr_handle);
 }
 
+int cmd_alloc_mw(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_alloc_mw), sizeof(ib_uverbs_alloc_mw_resp), true))
+        return e;
+    ib_uverbs_alloc_mw q;
+    memcpy(&q, m.in, sizeof q);
+    uint32_t h, rkey;
+    if (int e = alloc_mw(m.c, q.pd_handle, q.mw_type, m.drv_in, m.drv_in_len, h, rkey))
+        return e;
+    ib_uverbs_alloc_mw_resp r{};
+    r.mw_handle = h;
+    r.rkey = rkey;
+    // mlx5_ib's response: comp_mask 0 and the length it wrote
+    struct {
+        uint32_t comp_mask, response_length;
+    } d{0, static_cast<uint32_t>(std::min<size_t>(8, m.drv_out_len))};
+    if (put_out(m.resp, sizeof r, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d)) {
+        dealloc_mw(m.c, h);
+        return -EFAULT;
+    }
+    return 0;
+}
+
+int cmd_dealloc_mw(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_dealloc_mw), 0, false))
+        return e;
+    ib_uverbs_dealloc_mw q;
+    memcpy(&q, m.in, sizeof q);
+    return dealloc_mw(m.c, q.mw_handle);
+}
+
 int cmd_create_comp_channel(Cmd& m) {
     if (int e =
             legacy_split(m, sizeof(ib_uverbs_create_comp_channel), sizeof(ib_uverbs_create_comp_channel_resp), true))
@@ -524,7 +554,7 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         return -EBADF;
     if (c.dev->fatal && op != IB_USER_VERBS_CMD_DESTROY_QP && op != IB_USER_VERBS_CMD_DESTROY_CQ &&
         op != IB_USER_VERBS_CMD_DESTROY_SRQ && op != IB_USER_VERBS_CMD_DEALLOC_PD && op != IB_USER_VERBS_CMD_DEREG_MR &&
-        op != IB_USER_VERBS_CMD_DESTROY_AH)
+        op != IB_USER_VERBS_CMD_DESTROY_AH && op != IB_USER_VERBS_CMD_DEALLOC_MW)
         return -EIO;  // the device is gone: only clean-up works
     if (!c.have_ucontext && op != IB_USER_VERBS_CMD_GET_CONTEXT)
         return -EINVAL;
@@ -569,6 +599,8 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         case IB_USER_VERBS_CMD_REG_MR: r = cmd_reg_mr(m); break;
         case IB_USER_VERBS_CMD_REREG_MR: r = cmd_rereg_mr(m); break;
         case IB_USER_VERBS_CMD_DEREG_MR: r = cmd_dereg_mr(m); break;
+        case IB_USER_VERBS_CMD_ALLOC_MW: r = cmd_alloc_mw(m); break;
+        case IB_USER_VERBS_CMD_DEALLOC_MW: r = cmd_dealloc_mw(m); break;
         case IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: r = cmd_create_comp_channel(m); break;
         case IB_USER_VERBS_CMD_CREATE_CQ: r = cmd_create_cq(m); break;
         case IB_USER_VERBS_CMD_RESIZE_CQ: r = cmd_resize_cq(m); break;

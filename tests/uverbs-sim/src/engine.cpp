@@ -279,11 +279,50 @@ uint8_t resolve_local(Qp& qp, const Sge& s, bool write, uint64_t& proc) {
     return 0;
 }
 
+// The window an rkey names, if it is one (whatever its variant byte).
+Mw* window_of(uint32_t key) {
+    auto it = sim().mws_by_index.find(key >> 8);
+    return it == sim().mws_by_index.end() ? nullptr : it->second;
+}
+
+// Remote access through a memory window: bound, this very key (variant
+// included), the QP's PD, a type 2 window only on the QP it serves, the
+// access it grants, inside it; then through the MR it is bound to.
+uint8_t resolve_window(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need, uint64_t& proc) {
+    Mw* mw = window_of(rkey);
+    if (!mw || mw->key != rkey || !mw->bound || !mw->mr || mw->pd != qp.pd)
+        return AETH_NAK_REM_ACCESS;
+    if (mw->mw_type == IBV_MW_TYPE_2 && mw->qpn != qp.qpn)
+        return AETH_NAK_REM_ACCESS;
+    if (!(mw->access & need) || !(qp.access & need))
+        return AETH_NAK_REM_ACCESS;
+    if (va < mw->addr || va + len > mw->addr + mw->length || va + len < va)
+        return AETH_NAK_REM_ACCESS;
+    const Mr& mr = *mw->mr;
+    proc = mr.addr + (mw->mr_va + (va - mw->addr) - mr.iova);
+    return 0;
+}
+
+// A send with invalidate for `key` arrived at qp: a window's key must
+// name a bound type 2 window that serves this QP, which is then free
+// again. Keys of no window pass (the model does not invalidate MRs).
+bool remote_invalidate(Qp& qp, uint32_t key) {
+    Mw* mw = window_of(key);
+    if (!mw)
+        return true;
+    if (mw->key != key || mw->mw_type != IBV_MW_TYPE_2 || !mw->bound || mw->qpn != qp.qpn || mw->pd != qp.pd)
+        return false;
+    mw->bound = false;
+    mw->mr = nullptr;
+    UVSIM_TRACE("qpn 0x%x: window key 0x%x invalidated by the peer", qp.qpn, key);
+    return true;
+}
+
 // Remote access check (responder): NAK syndrome or 0.
 uint8_t resolve_remote(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t need, uint64_t& proc) {
     auto it = sim().mrs_by_lkey.find(rkey);
     if (it == sim().mrs_by_lkey.end())
-        return AETH_NAK_REM_ACCESS;
+        return resolve_window(qp, rkey, va, len, need, proc);
     Mr* mr = it->second;
     if (mr->pd != qp.pd || !(mr->access & need) || !(qp.access & need))
         return AETH_NAK_REM_ACCESS;
@@ -363,6 +402,12 @@ struct SendOp {
     bool ooo_asked = false;  // re-requested after a later response overtook it
     uint8_t local_err = 0;  // a bad WQE: completes with this syndrome in its turn
     bool done = false;
+    // UMR (memory window bind and invalidation): the segments as posted
+    uint8_t umr_flags = 0;
+    uint64_t umr_mask = 0;
+    mlx5_wqe_mkey_context_seg mkc{};
+    bool has_klm = false;
+    mlx5_wqe_umr_klm_seg klm{};
 };
 
 struct RecvState {
@@ -562,6 +607,93 @@ bool read_wqe(Qp& qp, uint16_t idx, uint8_t* out, size_t& size, uint32_t& nbb) {
     return true;
 }
 
+// A UMR WQE as libmlx5 builds a window bind or invalidation: the UMR
+// control segment, the mkey context, and (a bind with a length) one
+// inline KLM entry padded to 64 bytes. Only RC and UC QPs carry them.
+uint8_t parse_umr(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
+    if (qp.qp_type != IBV_QPT_RC && qp.qp_type != IBV_QPT_UC)
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    constexpr size_t kCtrl = 16, kUmr = sizeof(mlx5_wqe_umr_ctrl_seg), kMkc = sizeof(mlx5_wqe_mkey_context_seg);
+    static_assert(kUmr == 48 && kMkc == 64);
+    if (size < kCtrl + kUmr + kMkc)
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    mlx5_wqe_umr_ctrl_seg u;
+    memcpy(&u, w + kCtrl, kUmr);
+    memcpy(&op.mkc, w + kCtrl + kUmr, kMkc);
+    op.umr_flags = u.flags;
+    op.umr_mask = be64toh(u.mkey_mask);
+    const uint16_t octo = be16toh(u.klm_octowords);
+    if (octo) {
+        // translations inline only, at most the one entry a window has
+        if (!(u.flags & MLX5_WQE_UMR_CTRL_FLAG_INLINE) || octo > 4 || size < kCtrl + kUmr + kMkc + octo * 16u)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        memcpy(&op.klm, w + kCtrl + kUmr + kMkc, sizeof op.klm);
+        op.has_klm = true;
+    }
+    return 0;
+}
+
+// Executes a parsed UMR on the window its control segment's immediate
+// names (by mkey index: the variant byte is what the UMR may change).
+// A bind that the window or the MR refuses: MW_BIND_ERR.
+uint8_t execute_umr(Qp& qp, const SendOp& op) {
+    constexpr uint8_t kErr = MLX5_CQE_SYNDROME_MW_BIND_ERR;
+    Mw* mw = window_of(be32toh(op.imm));
+    if (!mw || mw->pd != qp.pd)
+        return kErr;
+    const uint64_t m = op.umr_mask;
+    if ((op.umr_flags & MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE) && mw->bound)
+        return kErr;  // a type 2 window is bound afresh only when free
+    if ((op.umr_flags & MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN) && (!mw->bound || mw->qpn != qp.qpn))
+        return kErr;  // invalidated only through the QP it serves
+    const bool free = (m & MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE) && (op.mkc.free & MLX5_WQE_MKEY_CONTEXT_FREE);
+    const uint32_t qpn_mkey = be32toh(op.mkc.qpn_mkey);
+    if (free) {
+        mw->bound = false;
+        mw->mr = nullptr;
+    } else {
+        // a bind: the translation entry must lie in an MR of this PD that
+        // allows binds, and cover the window
+        if (!op.has_klm || !(m & MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN) || !(m & MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR))
+            return kErr;
+        auto it = sim().mrs_by_lkey.find(be32toh(op.klm.mkey));
+        if (it == sim().mrs_by_lkey.end())
+            return kErr;
+        Mr* mr = it->second;
+        const uint64_t kva = be64toh(op.klm.address), klen = be32toh(op.klm.byte_count);
+        const uint64_t len = be64toh(op.mkc.len);
+        if (mr->pd != qp.pd || !(mr->access & IBV_ACCESS_MW_BIND))
+            return kErr;
+        if (kva < mr->iova || kva + klen > mr->iova + mr->length || kva + klen < kva || len > klen)
+            return kErr;
+        uint32_t access = 0;
+        const uint8_t af = op.mkc.access_flags;
+        if (af & MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ)
+            access |= IBV_ACCESS_REMOTE_READ;
+        if (af & MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE)
+            access |= IBV_ACCESS_REMOTE_WRITE;
+        if (af & MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC)
+            access |= IBV_ACCESS_REMOTE_ATOMIC;
+        // remote writes and atomics through it need the MR's local write
+        if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+            return kErr;
+        mw->bound = true;
+        mw->mr = mr;
+        mw->mr_va = kva;
+        mw->addr = be64toh(op.mkc.start_addr);
+        mw->length = len;
+        mw->access = access;
+    }
+    if (m & MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN)
+        mw->qpn = qpn_mkey >> 8;
+    if (m & MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY)
+        mw->key = (mw->key & ~0xffu) | (qpn_mkey & 0xff);
+    UVSIM_TRACE("UMR qpn 0x%x: window -> key 0x%x %s 0x%llx+%llu access 0x%x qpn 0x%x", qp.qpn, mw->key,
+                mw->bound ? "bound" : "free", (unsigned long long)mw->addr, (unsigned long long)mw->length, mw->access,
+                mw->qpn);
+    return 0;
+}
+
 // Parses an SQ WQE into op. Returns 0 or a syndrome.
 uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
     mlx5_wqe_ctrl_seg ctrl;
@@ -577,6 +709,7 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
     size_t off = 16;
     switch (op.opcode) {
     case MLX5_OPCODE_NOP: return 0;
+    case MLX5_OPCODE_UMR: return parse_umr(qp, w, size, op);
     case MLX5_OPCODE_SEND:
     case MLX5_OPCODE_SEND_IMM:
     case MLX5_OPCODE_SEND_INVAL: break;
@@ -1160,6 +1293,8 @@ bool poll_sq(Qp& qp) {
         }
         if (!syn && qp.qp_type == IBV_QPT_UD && op.len > mtu_bytes(pcfg(qp).active_mtu))
             syn = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+        if (!syn && op.opcode == MLX5_OPCODE_UMR)
+            syn = execute_umr(qp, op);  // in its turn: the WQEs before it are under way
         if (syn) {
             if (rc && !e.outstanding.empty()) {
                 // completions stay in order: it fails when those before it finished
@@ -1174,7 +1309,7 @@ bool poll_sq(Qp& qp) {
             set_error(qp);
             return true;
         }
-        if (op.opcode == MLX5_OPCODE_NOP) {
+        if (op.opcode == MLX5_OPCODE_NOP || op.opcode == MLX5_OPCODE_UMR) {
             if (rc && !e.outstanding.empty()) {
                 op.done = true;
                 e.outstanding.push_back(std::move(op));
@@ -1522,6 +1657,11 @@ void responder(Qp& qp, const Packet& p) {
         e.epsn = psn_add(p.h.psn, 1);
         if (rc && !last && (p.h.flags & kFlagAckReq))
             send_ack(qp, p, AETH_ACK, p.h.psn);
+        if (last && (o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV) && !remote_invalidate(qp, be32toh(p.h.imm))) {
+            UVSIM_TRACE("qpn 0x%x: send with invalidate of key 0x%x refused", qp.qpn, be32toh(p.h.imm));
+            responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
         if (last) {
             CqeInfo ci{};
             ci.opcode = with_imm                                   ? MLX5_CQE_RESP_SEND_IMM

@@ -197,6 +197,22 @@ struct Mr : Object {
     Mr() : Object(ObjType::Mr) {}
 };
 
+// A memory window: an mkey with no translation of its own until a UMR WQE
+// binds it to a range of an MR (mlx5 keeps both kinds free until then).
+struct Mw : Object {
+    Pd* pd = nullptr;
+    uint8_t mw_type = 1;  // IBV_MW_TYPE_1 or _2
+    uint8_t num_klms = 1;  // translation entries the mkey has room for
+    uint32_t key = 0;  // current rkey: index in the upper 24 bits, variant byte below
+    bool bound = false;  // valid: the bind below is in effect
+    Mr* mr = nullptr;  // what it is bound to
+    uint64_t addr = 0, length = 0;  // the window's addresses (what remote peers use)
+    uint64_t mr_va = 0;  // where addr lands in the MR's address space
+    uint32_t access = 0;  // IBV_ACCESS_* granted through it
+    uint32_t qpn = 0;  // type 2: the only QP it serves
+    Mw() : Object(ObjType::Mw) {}
+};
+
 struct CompChannel : Object {
     std::shared_ptr<EventFile> file;
     CompChannel() : Object(ObjType::CompChannel) {}
@@ -359,11 +375,13 @@ struct Sim {
     std::map<int, std::unique_ptr<Context>> files;  // cmd fd -> context
     std::map<uint32_t, Qp*> qps;  // qpn -> QP (this process)
     std::map<uint32_t, Mr*> mrs_by_lkey;  // lkey (== rkey) -> MR
+    std::map<uint32_t, Mw*> mws_by_index;  // mkey index (key >> 8) -> MW
     std::vector<Cq*> cqs;
     std::vector<Srq*> srqs;
     std::map<int, std::shared_ptr<EventFile>> channels;  // comp channel fd -> file
     uint32_t slot = 0;  // host-wide process slot (QPN/CQN high bits)
     uint32_t next_qp = 1, next_cq = 1, next_srq = 1, next_pd = 1, next_key = 1;
+    uint8_t mkey_variant = 0;  // variant byte of the next window's key
 };
 Sim& sim();
 

@@ -584,7 +584,57 @@ int dereg_mr(Context& c, uint32_t handle) {
     if (!mr)
         return -EINVAL;
     sim().mrs_by_lkey.erase(mr->lkey);
+    // windows bound to it lose their translation (remote access through them fails)
+    for (auto& [idx, mw] : sim().mws_by_index)
+        if (mw->mr == mr) {
+            mw->bound = false;
+            mw->mr = nullptr;
+        }
     --mr->pd->usecnt;
+    c.objects.erase(handle);
+    return 0;
+}
+
+// --------------------------------------------------------------------- MW
+
+int alloc_mw(Context& c, uint32_t pdh, uint32_t type, const void* drv, size_t drv_len, uint32_t& handle,
+             uint32_t& rkey) {
+    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+        return -EINVAL;  // the core knows two types
+    // mlx5_ib: no comp_mask bit or reserved field is known, nor anything
+    // past the structure
+    mlx5_ib_alloc_mw req{};
+    memcpy(&req, drv, std::min(drv_len, sizeof req));
+    if (req.comp_mask || req.reserved1 || req.reserved2)
+        return -EOPNOTSUPP;
+    const auto* tail = static_cast<const uint8_t*>(drv);
+    for (size_t i = sizeof req; i < drv_len; ++i)
+        if (tail[i])
+            return -EOPNOTSUPP;
+    auto mw = std::make_unique<Mw>();
+    mw->pd = pd;
+    mw->mw_type = static_cast<uint8_t>(type);
+    mw->num_klms = std::max<uint8_t>(1, req.num_klms);
+    const uint32_t idx = (sim().slot << 16) | (sim().next_key++ & 0xffff);
+    // each new mkey gets the next variant byte, as mlx5_ib hands them out
+    mw->key = (idx << 8) | ++sim().mkey_variant;
+    rkey = mw->key;
+    sim().mws_by_index[idx] = mw.get();
+    ++pd->usecnt;
+    handle = c.add(std::move(mw));
+    UVSIM_TRACE("alloc_mw type %u -> key 0x%x", type, rkey);
+    return 0;
+}
+
+int dealloc_mw(Context& c, uint32_t handle) {
+    Mw* mw = c.get<Mw>(handle, ObjType::Mw);
+    if (!mw)
+        return -EINVAL;
+    sim().mws_by_index.erase(mw->key >> 8);
+    --mw->pd->usecnt;
     c.objects.erase(handle);
     return 0;
 }
@@ -1406,8 +1456,8 @@ int detach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
 
 void destroy_context(Context& c) {
     // children first: QPs, then SRQs, AHs, MRs, CQs, PDs
-    static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mr,
-                                    ObjType::Mw, ObjType::Cq,  ObjType::Pd};
+    static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mw,
+                                    ObjType::Mr, ObjType::Cq,  ObjType::Pd};
     for (ObjType t : order) {
         std::vector<uint32_t> hs;
         for (const auto& [h, o] : c.objects)
@@ -1424,6 +1474,7 @@ void destroy_context(Context& c) {
                 break;
             case ObjType::Ah: destroy_ah(c, h); break;
             case ObjType::Mr: dereg_mr(c, h); break;
+            case ObjType::Mw: dealloc_mw(c, h); break;
             case ObjType::Cq:
                 c.get<Cq>(h, t)->usecnt = 0;
                 destroy_cq(c, h, cr);

@@ -38,6 +38,9 @@ int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t io
 int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64_t length, uint64_t iova, uint32_t pdh,
              uint32_t access, uint32_t& lkey, uint32_t& rkey);
 int dereg_mr(Context& c, uint32_t handle);
+// ALLOC_MW / DEALLOC_MW (mlx5 driver data: struct mlx5_ib_alloc_mw).
+int alloc_mw(Context& c, uint32_t pd, uint32_t type, const void* drv, size_t drv_len, uint32_t& handle, uint32_t& rkey);
+int dealloc_mw(Context& c, uint32_t handle);
 int create_comp_channel(Context& c);  // returns fd or -errno
 int create_ah(Context& c, uint32_t pd, uint64_t user_handle, const ib_uverbs_ah_attr& attr, uint32_t& handle,
               mlx5_ib_create_ah_resp* drv);

@@ -302,7 +302,7 @@ TEST_F(Ioctl, UnknownObjectOrMethodIsEprotonosupport) {
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_PD, 7).run(f), -EPROTONOSUPPORT);
     // objects of this device with no ioctl methods
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_COMP_CHANNEL, 0).run(f), -EPROTONOSUPPORT);
-    EXPECT_EQ(Req(ar, UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY).run(f), -EPROTONOSUPPORT);
+    EXPECT_EQ(Req(ar, UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_DESTROY).run(f), -EPROTONOSUPPORT);
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC).run(f), -EPROTONOSUPPORT);
     // mlx5 driver objects and methods not offered
     EXPECT_EQ(Req(ar, MLX5_IB_OBJECT_DEVX, MLX5_IB_METHOD_DEVX_QUERY_EQN).run(f), -EPROTONOSUPPORT);
@@ -753,7 +753,7 @@ TEST_F(Ioctl, InvokeWrite) {
     s.out(UVERBS_ATTR_CORE_OUT, qout, 8);
     EXPECT_EQ(s.run(f), -ENOSPC);
     Req u(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
-    u.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_ALLOC_MW);
+    u.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_OPEN_XRCD);
     u.in(UVERBS_ATTR_CORE_IN, qin, sizeof *qin);
     EXPECT_EQ(u.run(f), -EOPNOTSUPP);
     Req x(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
@@ -950,7 +950,7 @@ TEST_F(Ioctl, QpAndSrqLifeCycle) {
     EXPECT_EQ(destroy_cq_ioctl(f, cq.handle), 0);
 }
 
-TEST_F(Ioctl, PdMrAhDestroyAndPdQuery) {
+TEST_F(Ioctl, PdMrMwAhDestroyAndPdQuery) {
     File f(0);
     open_ctx(f);
     const uint32_t pd = make_pd(f);
@@ -976,8 +976,15 @@ TEST_F(Ioctl, PdMrAhDestroyAndPdQuery) {
         r.obj(attr, h);
         return r.run(f);
     };
+    uint32_t mw, mw_key;
+    {
+        std::lock_guard<std::recursive_mutex> g(sim().mu);
+        ASSERT_EQ(alloc_mw(*f.c, pd, IBV_MW_TYPE_2, nullptr, 0, mw, mw_key), 0);
+    }
     EXPECT_EQ(destroy(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, UVERBS_ATTR_DESTROY_PD_HANDLE, pd), -EBUSY);
     EXPECT_EQ(destroy(UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY, UVERBS_ATTR_DESTROY_MR_HANDLE, ah), -EINVAL);
+    EXPECT_EQ(destroy(UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY, UVERBS_ATTR_DESTROY_MW_HANDLE, mr), -EINVAL);
+    EXPECT_EQ(destroy(UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY, UVERBS_ATTR_DESTROY_MW_HANDLE, mw), 0);
     EXPECT_EQ(destroy(UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY, UVERBS_ATTR_DESTROY_MR_HANDLE, mr), 0);
     EXPECT_EQ(destroy(UVERBS_OBJECT_AH, UVERBS_METHOD_AH_DESTROY, UVERBS_ATTR_DESTROY_AH_HANDLE, ah), 0);
     EXPECT_EQ(destroy(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY, UVERBS_ATTR_DESTROY_PD_HANDLE, pd), 0);

@@ -393,6 +393,60 @@ TEST_F(Write, ReregMr) {
     ok(dealloc_pd(p2));
 }
 
+// ALLOC_MW: the core's type check, mlx5_ib's driver request (comp_mask
+// and reserved fields zero, nothing known past it), keys of their own
+// index, the PD held; DEALLOC_MW.
+TEST_F(Write, AllocMw) {
+    context();
+    const uint32_t p = pd();
+    auto alloc = [&](uint32_t pdh, uint8_t type, const void* drv = nullptr, size_t drv_len = 0) {
+        ib_uverbs_alloc_mw q{};
+        q.pd_handle = pdh;
+        q.mw_type = type;
+        return run(legacy(IB_USER_VERBS_CMD_ALLOC_MW, q, A(kResp), sizeof(ib_uverbs_alloc_mw_resp), drv, drv_len));
+    };
+    EXPECT_EQ(alloc(p, 0), -EINVAL);
+    EXPECT_EQ(alloc(p, 3), -EINVAL);
+    EXPECT_EQ(alloc(p + 40, IBV_MW_TYPE_1), -EINVAL);
+    mlx5_ib_alloc_mw d{};
+    d.comp_mask = 1;
+    EXPECT_EQ(alloc(p, IBV_MW_TYPE_1, &d, sizeof d), -EOPNOTSUPP);
+    d = {};
+    d.reserved2 = 1;
+    EXPECT_EQ(alloc(p, IBV_MW_TYPE_1, &d, sizeof d), -EOPNOTSUPP);
+    uint8_t longer[16] = {};
+    longer[12] = 1;
+    EXPECT_EQ(alloc(p, IBV_MW_TYPE_1, longer, sizeof longer), -EOPNOTSUPP);
+    longer[12] = 0;
+    longer[4] = 4;  // num_klms
+    EXPECT_GT(alloc(p, IBV_MW_TYPE_1, longer, sizeof longer), 0);
+    const auto m1 = resp<ib_uverbs_alloc_mw_resp>();
+    EXPECT_GT(alloc(p, IBV_MW_TYPE_2), 0);
+    const auto m2 = resp<ib_uverbs_alloc_mw_resp>();
+    EXPECT_NE(m1.rkey >> 8, m2.rkey >> 8);
+    EXPECT_NE(m1.rkey & 0xff, m2.rkey & 0xff);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        const uvsim::Mw* w1 = uvsim::sim().mws_by_index.at(m1.rkey >> 8);
+        EXPECT_EQ(w1->mw_type, IBV_MW_TYPE_1);
+        EXPECT_EQ(w1->num_klms, 4);
+        EXPECT_FALSE(w1->bound);  // free until a UMR binds it
+        EXPECT_EQ(uvsim::sim().mws_by_index.at(m2.rkey >> 8)->mw_type, IBV_MW_TYPE_2);
+    }
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);
+    ib_uverbs_dealloc_mw q{};
+    q.mw_handle = m1.mw_handle;
+    ok(legacy_noresp(IB_USER_VERBS_CMD_DEALLOC_MW, q));
+    EXPECT_EQ(run(legacy_noresp(IB_USER_VERBS_CMD_DEALLOC_MW, q)), -EINVAL);
+    q.mw_handle = m2.mw_handle;
+    ok(legacy_noresp(IB_USER_VERBS_CMD_DEALLOC_MW, q));
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        EXPECT_EQ(uvsim::sim().mws_by_index.count(m1.rkey >> 8), 0u);
+    }
+    ok(dealloc_pd(p));
+}
+
 TEST_F(Write, RegMrChecks) {
     context();
     const uint32_t p = pd();
