@@ -172,6 +172,22 @@ Seed errors(uint8_t dev) {
     return s;
 }
 
+// Memory windows: both types and a bad one, the PD held by them, one
+// freed by write and one by the ioctl method, one left to the close.
+// Handles: pd 0, mr 1, mw 2, 3, 4.
+Seed windows(uint8_t dev) {
+    Seed s(dev);
+    s.w(get_context(kResp)).w(alloc_pd(kResp));
+    s.w(reg_mr(kResp, 0, kMr, 0x2000, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND));
+    s.w(alloc_mw(kResp, 0, IBV_MW_TYPE_1)).w(alloc_mw(kResp, 0, IBV_MW_TYPE_2)).w(alloc_mw(kResp, 0, 3));
+    s.w(alloc_mw(kResp, 7, IBV_MW_TYPE_1)).w(alloc_mw(kResp, 0, IBV_MW_TYPE_2));
+    s.w(dealloc_pd(0)).w(dealloc_mw(2)).w(dealloc_mw(2));
+    s.rec(kIoctl,
+          ioctl_cmd(UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY, {attr(UVERBS_ATTR_DESTROY_MW_HANDLE, 0, 3, 0)}));
+    s.w(dereg_mr(1));
+    return s;
+}
+
 // poke: store bytes at an arena address (for ioctl attributes that point
 // at memory)
 Bytes poke(uint64_t addr, const void* p, size_t n) {
@@ -278,5 +294,6 @@ int main(int argc, char** argv) {
     ok &= errors(0).save(dir, "errors-ib");
     ok &= ioctls(0).save(dir, "ioctl-ib");
     ok &= ioctls(1).save(dir, "ioctl-roce");
+    ok &= windows(0).save(dir, "mw-ib");
     return ok ? 0 : 1;
 }

@@ -122,6 +122,19 @@ inline Bytes dereg_mr(uint32_t h) {
     return legacy_noresp(IB_USER_VERBS_CMD_DEREG_MR, q);
 }
 
+inline Bytes alloc_mw(uint64_t resp, uint32_t pd, uint8_t type) {
+    ib_uverbs_alloc_mw q{};
+    q.pd_handle = pd;
+    q.mw_type = type;
+    return legacy(IB_USER_VERBS_CMD_ALLOC_MW, q, resp, sizeof(ib_uverbs_alloc_mw_resp));
+}
+
+inline Bytes dealloc_mw(uint32_t h) {
+    ib_uverbs_dealloc_mw q{};
+    q.mw_handle = h;
+    return legacy_noresp(IB_USER_VERBS_CMD_DEALLOC_MW, q);
+}
+
 inline Bytes create_comp_channel(uint64_t resp) {
     ib_uverbs_create_comp_channel q{};
     return legacy(IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, q, resp, sizeof(ib_uverbs_create_comp_channel_resp));
