@@ -109,17 +109,105 @@ inline uint32_t retire_send(Mlx5Qp* qp, const mlx5_cqe64* cqe) {
     return idx;
 }
 
+// ------------------------------------------------------ scatter-to-CQE
+
+constexpr uint8_t kScatterBits = MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64;
+
+// Where the device put a CQE's data: the CQE64's first 32 bytes, or the
+// first half of a 128-byte CQE (the 64 bytes before the CQE64).
+inline const uint8_t* scattered_data(const mlx5_cqe64* cqe) {
+    const auto* p = reinterpret_cast<const uint8_t*>(cqe);
+    return (cqe->op_own & MLX5_INLINE_SCATTER_64) ? p - 64 : p;
+}
+
+// Copies len bytes into the data segments from `seg` on (at most n, an
+// invalid-lkey entry ends the list; past `end` they continue at `wrap`).
+// IBV_WC_SUCCESS, or IBV_WC_LOC_LEN_ERR when the segments hold less.
+int copy_to_segments(const uint8_t* seg, uint32_t n, const uint8_t* end, const uint8_t* wrap, const uint8_t* data,
+                     uint32_t len) {
+    for (uint32_t i = 0; i < n && len; ++i, seg += sizeof(mlx5_wqe_data_seg)) {
+        if (seg == end)
+            seg = wrap;
+        const auto* d = reinterpret_cast<const mlx5_wqe_data_seg*>(seg);
+        if (be32toh(d->lkey) == MLX5_INVALID_LKEY)
+            break;
+        const uint32_t take = std::min(len, be32toh(d->byte_count));
+        auto* dst = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(be64toh(d->addr)));
+        if (take <= 32)
+            copy_small(dst, data, take);
+        else
+            std::memcpy(dst, data, take);
+        data += take;
+        len -= take;
+    }
+    return len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+}
+
+// A receive's data from the CQE into the buffers of its WQE (RQ slot or
+// SRQ WQE `idx`); mostly all of it goes into the first one.
+[[gnu::noinline]] int scatter_recv(Mlx5Qp* qp, Mlx5Srq* srq, uint32_t idx, const mlx5_cqe64* cqe) {
+    const uint32_t len = be32toh(cqe->byte_cnt);
+    const uint8_t* segs;
+    uint32_t n;
+    if (srq) {
+        segs = srq->buf.get() + (static_cast<size_t>(idx & (srq->max - 1)) << srq->wqe_shift) +
+            sizeof(mlx5_wqe_srq_next_seg);
+        n = srq->max_gs;
+    } else {
+        segs = qp->rq.start + (static_cast<size_t>(idx) << qp->rq.wqe_shift);
+        n = qp->rq.max_gs;
+    }
+    const auto* d = reinterpret_cast<const mlx5_wqe_data_seg*>(segs);
+    if (len <= be32toh(d->byte_count) && d->lkey != htobe32(MLX5_INVALID_LKEY)) [[likely]] {
+        auto* dst = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(be64toh(d->addr)));
+        const uint8_t* src = scattered_data(cqe);
+        if (len <= 32) {
+            copy_small(dst, src, len);
+        } else {  // at most 64
+            copy_small(dst, src, 32);
+            copy_small(dst + 32, src + 32, len - 32);
+        }
+        return IBV_WC_SUCCESS;
+    }
+    return copy_to_segments(segs, n, nullptr, nullptr, scattered_data(cqe), len);
+}
+
+// A read or atomic result from the CQE into the buffers its send WQE
+// (SQ slot idx) names: past the control, remote address and, for an
+// atomic, the atomic segment, around the SQ's end.
+[[gnu::noinline]] int scatter_send(Mlx5Qp* qp, uint32_t idx, const mlx5_cqe64* cqe) {
+    const uint8_t* ctrl = qp->sq.start + (static_cast<size_t>(idx) << MLX5_SEND_WQE_SHIFT);
+    const auto* c = reinterpret_cast<const mlx5_wqe_ctrl_seg*>(ctrl);
+    const uint32_t ds = be32toh(c->qpn_ds) & 0x3f;
+    const uint8_t op = be32toh(c->opmod_idx_opcode) & 0xff;
+    const uint32_t skip = op == MLX5_OPCODE_RDMA_READ ? 2 : 3;  // 16-byte units
+    if (ds <= skip)
+        return IBV_WC_LOC_LEN_ERR;
+    const uint8_t* seg = ctrl + skip * sizeof(mlx5_wqe_data_seg);
+    if (seg >= qp->sq_end)
+        seg = qp->sq.start + (seg - qp->sq_end);
+    const uint32_t len = op == MLX5_OPCODE_RDMA_READ ? be32toh(cqe->byte_cnt) : 8;
+    return copy_to_segments(seg, ds - skip, qp->sq_end, qp->sq.start, scattered_data(cqe), len);
+}
+
 // The receive WQE a responder CQE consumed: the RQ's next one in order, or
-// the SRQ WQE the CQE names.
-inline uint64_t take_recv(Mlx5Qp* qp, const mlx5_cqe64* cqe) {
+// the SRQ WQE the CQE names. kScatter: the device put the message in the
+// CQE; it is copied to the WQE's buffers first (*status: whether it fit).
+template <bool kScatter = false>
+[[gnu::always_inline]] inline uint64_t take_recv(Mlx5Qp* qp, const mlx5_cqe64* cqe, int* status = nullptr) {
     if (ibv_srq* s = qp->vqp.qp()->srq) {
         Mlx5Srq* srq = to_msrq(s);
         const uint32_t idx = be16toh(cqe->wqe_counter);
         const uint64_t id = srq->wrid[idx & (srq->max - 1)];
+        if constexpr (kScatter)
+            *status = scatter_recv(qp, srq, idx, cqe);
         free_srq_wqe(*srq, idx);
         return id;
     }
-    const uint64_t id = qp->rq.wrid[qp->rq.tail & (qp->rq.wqe_cnt - 1)];
+    const uint32_t idx = qp->rq.tail & (qp->rq.wqe_cnt - 1);
+    const uint64_t id = qp->rq.wrid[idx];
+    if constexpr (kScatter)
+        *status = scatter_recv(qp, nullptr, idx, cqe);
     ++qp->rq.tail;
     return id;
 }
@@ -142,6 +230,7 @@ inline ibv_wc_opcode requester_opcode(const mlx5_cqe64* cqe, uint8_t recorded) {
     }
 }
 
+template <bool kScatter = false>
 void fill_requester(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe) {
     const uint32_t idx = retire_send(qp, cqe);
     wc->wr_id = qp->sq.wrid[idx];
@@ -150,16 +239,23 @@ void fill_requester(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe) {
     switch (be32toh(cqe->sop_drop_qpn) >> 24) {
     case MLX5_OPCODE_RDMA_WRITE_IMM:
     case MLX5_OPCODE_SEND_IMM: wc->wc_flags |= IBV_WC_WITH_IMM; break;
-    case MLX5_OPCODE_RDMA_READ: wc->byte_len = be32toh(cqe->byte_cnt); break;
+    case MLX5_OPCODE_RDMA_READ: wc->byte_len = be32toh(cqe->byte_cnt); goto result;
     case MLX5_OPCODE_ATOMIC_CS:
-    case MLX5_OPCODE_ATOMIC_FA: wc->byte_len = 8; break;
+    case MLX5_OPCODE_ATOMIC_FA: wc->byte_len = 8; goto result;
     default: break;
     }
+    return;
+result:
+    // a read or atomic result the device put in the CQE
+    if constexpr (kScatter)
+        wc->status = static_cast<ibv_wc_status>(scatter_send(qp, idx, cqe));
 }
 
+template <bool kScatter = false>
 void fill_responder(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
-    wc->wr_id = take_recv(qp, cqe);
-    wc->status = IBV_WC_SUCCESS;
+    int status = IBV_WC_SUCCESS;
+    wc->wr_id = take_recv<kScatter>(qp, cqe, &status);
+    wc->status = static_cast<ibv_wc_status>(status);
     wc->byte_len = be32toh(cqe->byte_cnt);
     switch (opcode) {
     case MLX5_CQE_RESP_WR_IMM:
@@ -220,6 +316,17 @@ inline mlx5_cqe64* take_cqe(Mlx5Cq* cq) {
     return cqe;
 }
 
+// A completion whose data the device put in the CQE: decoded as any
+// other, the data copied out first. Out of line, reached by a tail call:
+// the common paths keep their registers.
+[[gnu::noinline]] Polled poll_scattered(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
+    if (opcode == MLX5_CQE_REQ)
+        fill_requester<true>(wc, qp, cqe);
+    else
+        fill_responder<true>(wc, qp, cqe, opcode);
+    return Polled::Ok;
+}
+
 Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
     const mlx5_cqe64* cqe = take_cqe(cq);
     if (!cqe)
@@ -231,6 +338,8 @@ Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
         return Polled::Error;
     wc->wc_flags = 0;
     wc->qp_num = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    if (cqe->op_own & kScatterBits) [[unlikely]]  // success CQEs only
+        return poll_scattered(wc, qp, cqe, opcode);
     switch (opcode) {
     case MLX5_CQE_REQ: fill_requester(wc, qp, cqe); break;
     case MLX5_CQE_RESP_WR_IMM:
@@ -612,6 +721,25 @@ namespace {
 // read_* hooks decode the rest from the CQE itself, only what the
 // application asks for. An error CQE defines wr_id, status and the vendor
 // syndrome; its other fields read as the bytes the device left.
+// load_next for a CQE whose data the device put in the CQE: the work
+// request retired as any other, the data copied out to its buffers (its
+// status says whether they held it). Out of line, reached by a tail call.
+[[gnu::noinline]] int load_scattered(Mlx5Cq* cq, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) noexcept {
+    ibv_cq_ex& x = cq->vcq.cq_ex;
+    if (opcode == MLX5_CQE_REQ) {
+        const uint32_t idx = retire_send(qp, cqe);
+        x.wr_id = qp->sq.wrid[idx];
+        cq->ex_sq_opcode = qp->sq.wc_opcode[idx];
+        x.status = static_cast<ibv_wc_status>(scatter_send(qp, idx, cqe));
+    } else {
+        int status = IBV_WC_SUCCESS;
+        x.wr_id = take_recv<true>(qp, cqe, &status);
+        x.status = static_cast<ibv_wc_status>(status);
+    }
+    cq->ex_cqe = cqe;
+    return 0;
+}
+
 inline int load_next(Mlx5Cq* cq) noexcept {
     const mlx5_cqe64* cqe = take_cqe(cq);
     if (!cqe)
@@ -622,6 +750,8 @@ inline int load_next(Mlx5Cq* cq) noexcept {
     if (!qp) [[unlikely]]
         return EINVAL;
     ibv_cq_ex& x = cq->vcq.cq_ex;
+    if (cqe->op_own & kScatterBits) [[unlikely]]  // success CQEs only
+        return load_scattered(cq, qp, cqe, opcode);
     switch (opcode) {
     case MLX5_CQE_REQ: {
         const uint32_t idx = retire_send(qp, cqe);

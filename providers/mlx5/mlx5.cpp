@@ -98,7 +98,8 @@ Env read_env() {
     if (const char* v = getenv("MLX5_POST_SEND_PREFER_BF"))
         e.prefer_bf = strcmp(v, "0") != 0;
     e.cqe_size = env_int("MLX5_CQE_SIZE", 64);
-    e.scatter_to_cqe = env_int("MLX5_SCATTER_TO_CQE", 1);
+    if (const char* v = getenv("MLX5_SCATTER_TO_CQE"))
+        e.scatter_to_cqe = strcmp(v, "0") != 0;
     if (const char* v = getenv("MLX5_STALL_CQ_POLL"))
         e.stall = strcmp(v, "0") != 0;
     e.stall_loops = env_int("MLX5_STALL_NUM_LOOP", e.stall_loops);

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -35,7 +36,7 @@ struct Env {
     bool single_threaded = false;  // MLX5_SINGLE_THREADED: no locks on queues
     bool prefer_bf = true;  // MLX5_POST_SEND_PREFER_BF
     int cqe_size = 64;  // MLX5_CQE_SIZE (64 or 128)
-    int scatter_to_cqe = 1;  // MLX5_SCATTER_TO_CQE
+    bool scatter_to_cqe = true;  // MLX5_SCATTER_TO_CQE: off only when "0"
     // Polling back-off (MLX5_STALL_*): off unless MLX5_STALL_CQ_POLL is set
     // and not "0". A poll that follows one that found nothing first spins
     // stall_loops times; a negative MLX5_STALL_NUM_LOOP makes the back-off
@@ -246,6 +247,10 @@ private:
     // send_ops: the ibv_wr_* operations asked for, 0 for the default set;
     // drv_flags: MLX5_QP_FLAG_* for the kernel.
     Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
+    // What every QP asks of the kernel unless mlx5dv says otherwise: that
+    // the device may scatter small receives and results into the CQE
+    // (MLX5_SCATTER_TO_CQE other than "0"), as the reference asks.
+    uint32_t default_qp_flags() const { return env_.scatter_to_cqe ? MLX5_QP_FLAG_SCATTER_CQE : 0; }
 
     // 2^24 user indices: 4096 blocks of 4096, allocated when first used.
     static constexpr uint32_t kUidxShift = 12;
@@ -543,6 +548,35 @@ void install_qp_ex_ops(ibv_qp_ex& qp);
 void clean_cq(Mlx5Cq* cq, uint32_t uidx, Mlx5Srq* srq);
 // An SRQ WQE the device used goes back to the free list.
 void free_srq_wqe(Mlx5Srq& srq, uint32_t index) noexcept;
+
+// Up to 32 bytes in at most four loads and stores: two copies that
+// overlap in the middle (inline payloads are mostly this small, and a
+// call to memcpy costs more than the copy).
+[[gnu::always_inline]] inline void copy_small(uint8_t* dst, const uint8_t* src, size_t len) {
+    auto pair = [&](auto word) {
+        using W = decltype(word);
+        W a;
+        W b;
+        std::memcpy(&a, src, sizeof(W));
+        std::memcpy(&b, src + len - sizeof(W), sizeof(W));
+        std::memcpy(dst, &a, sizeof(W));
+        std::memcpy(dst + len - sizeof(W), &b, sizeof(W));
+    };
+    if (len >= 16) {
+        struct W16 {
+            uint64_t lo, hi;
+        };
+        pair(W16{});
+    } else if (len >= 8) {
+        pair(uint64_t{});
+    } else if (len >= 4) {
+        pair(uint32_t{});
+    } else if (len) {
+        dst[0] = src[0];
+        dst[len / 2] = src[len / 2];
+        dst[len - 1] = src[len - 1];
+    }
+}
 
 // Memory barriers between our stores and the device's reads: the doorbell
 // record after the WQEs; write-combined MMIO drained after a doorbell.

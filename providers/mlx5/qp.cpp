@@ -363,8 +363,6 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         q.uidx = static_cast<uint32_t>(uidx);
         q.uidx_stored = true;
 
-        // No scatter-to-CQE: this provider always has the device write
-        // receive data and read responses to the buffers (see README).
         mlx5_ib_create_qp req{};
         req.buf_addr = reinterpret_cast<uintptr_t>(q.buf.get());
         req.db_addr = reinterpret_cast<uintptr_t>(q.dbrec_buf.get());
@@ -404,11 +402,11 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
 }
 
 ibv_qp* Mlx5Context::create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-    Mlx5Qp* qp = new_qp(pd, attr, 0, 0);
+    Mlx5Qp* qp = new_qp(pd, attr, 0, default_qp_flags());
     return qp ? qp->vqp.qp() : nullptr;
 }
 
-ibv_qp* Mlx5Context::create_qp_ex(ibv_qp_init_attr_ex* attr) { return create_qp_common(attr, 0); }
+ibv_qp* Mlx5Context::create_qp_ex(ibv_qp_init_attr_ex* attr) { return create_qp_common(attr, default_qp_flags()); }
 
 // mlx5dv_create_qp without DC: the creation flags the kernel takes for RC,
 // UC and UD QPs, checked as the reference checks them (unknown masks and
@@ -425,9 +423,9 @@ ibv_qp* Mlx5Context::dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_ini
         MLX5DV_QP_CREATE_TIR_ALLOW_SELF_LOOPBACK_MC | MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
         MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE | MLX5DV_QP_CREATE_PACKET_BASED_CREDIT_MODE |
         MLX5DV_QP_CREATE_SIG_PIPELINING;
-    uint32_t drv_flags = 0;
+    uint32_t drv_flags = default_qp_flags();
     if (!dv)
-        return create_qp_common(attr, 0);
+        return create_qp_common(attr, drv_flags);
     if (dv->comp_mask & ~kDvMask) {
         errno = EINVAL;
         return nullptr;
@@ -452,6 +450,10 @@ ibv_qp* Mlx5Context::dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_ini
             errno = EINVAL;
             return nullptr;
         }
+        if (f & MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE)
+            drv_flags &= ~uint32_t(MLX5_QP_FLAG_SCATTER_CQE);
+        if (f & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE)
+            drv_flags |= MLX5_QP_FLAG_ALLOW_SCATTER_CQE;
         if (f & MLX5DV_QP_CREATE_PACKET_BASED_CREDIT_MODE)
             drv_flags |= MLX5_QP_FLAG_PACKET_BASED_CREDIT_MODE;
         if (f & MLX5DV_QP_CREATE_SIG_PIPELINING) {
@@ -557,35 +559,6 @@ int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
 // ------------------------------------------------------------- data path
 
 namespace {
-
-// Up to 32 bytes in at most four loads and stores: two copies that
-// overlap in the middle (inline payloads are mostly this small, and a
-// call to memcpy costs more than the copy).
-[[gnu::always_inline]] inline void copy_small(uint8_t* dst, const uint8_t* src, size_t len) {
-    auto pair = [&](auto word) {
-        using W = decltype(word);
-        W a;
-        W b;
-        std::memcpy(&a, src, sizeof(W));
-        std::memcpy(&b, src + len - sizeof(W), sizeof(W));
-        std::memcpy(dst, &a, sizeof(W));
-        std::memcpy(dst + len - sizeof(W), &b, sizeof(W));
-    };
-    if (len >= 16) {
-        struct W16 {
-            uint64_t lo, hi;
-        };
-        pair(W16{});
-    } else if (len >= 8) {
-        pair(uint64_t{});
-    } else if (len >= 4) {
-        pair(uint32_t{});
-    } else if (len) {
-        dst[0] = src[0];
-        dst[len / 2] = src[len / 2];
-        dst[len - 1] = src[len - 1];
-    }
-}
 
 // Copies `len` bytes into the send queue from `dst` on, around the ring's
 // end; returns where the copy ended. Small copies short of the end are

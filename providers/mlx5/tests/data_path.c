@@ -537,6 +537,155 @@ out:
         ibv_destroy_srq(srq);
 }
 
+/* ------------------------------------------------------ small payloads */
+
+/* Messages and results small enough for the device to put them in the CQE
+ * (scatter-to-CQE, when the QP asked for it and the device does it; the
+ * provider copies them out when polling): each must land in the buffers
+ * exactly, split over SGEs as posted, through an RQ and an SRQ, and a
+ * QP that signals every WR gets its RDMA read and atomic results so too.
+ * Sizes around the 32 and 64 bytes of the two CQE sizes. */
+static void small_traffic(struct env* e) {
+    printf("small payloads\n");
+    struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 2}};
+    struct ibv_srq* srq = ibv_create_srq(e->pd, &sa);
+    struct ibv_qp_init_attr ia = {.send_cq = e->cq,
+                                  .recv_cq = e->cq,
+                                  .qp_type = IBV_QPT_RC,
+                                  .sq_sig_all = 1,
+                                  .cap = {.max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2, .max_recv_sge = 2}};
+    struct ibv_qp* a = ibv_create_qp(e->pd, &ia); /* signals every WR */
+    struct ibv_qp* b = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* c = make_qp(e, IBV_QPT_RC, NULL);
+    struct ibv_qp* d = srq ? make_qp(e, IBV_QPT_RC, srq) : NULL;
+    struct ibv_qp* qps[4] = {a, b, c, d};
+    if (!srq || !a || !b || !c || !d || connect_pair(e, a, b) || connect_pair(e, c, d))
+        goto out;
+    char* src = e->buf + 16384;
+    char* dst = e->buf + 20480;
+    for (int i = 0; i < 128; i++)
+        src[i] = (char)(0x40 + i);
+    static const uint32_t sizes[] = {1, 8, 24, 32, 33, 48, 64, 65, 100};
+    const int n = (int)(sizeof(sizes) / sizeof(sizes[0]));
+    struct ibv_send_wr* bad_s;
+    struct ibv_recv_wr* bad_r;
+    /* sends into two receive SGEs of 16 bytes and the rest */
+    for (int k = 0; k < 2; k++) {
+        struct ibv_qp* from = k ? c : a;
+        struct ibv_qp* to = k ? d : b;
+        printf("  sends to %s\n", k ? "an SRQ" : "an RQ");
+        for (int i = 0; i < n; i++) {
+            memset(dst, 0, 256);
+            struct ibv_sge rs[2] = {{.addr = (uintptr_t)dst, .length = 16, .lkey = e->mr->lkey},
+                                    {.addr = (uintptr_t)(dst + 128), .length = 112, .lkey = e->mr->lkey}};
+            struct ibv_recv_wr rw = {.wr_id = 600 + i, .sg_list = rs, .num_sge = 2};
+            int r = k ? ibv_post_srq_recv(srq, &rw, &bad_r) : ibv_post_recv(to, &rw, &bad_r);
+            struct ibv_sge ss = {.addr = (uintptr_t)src, .length = sizes[i], .lkey = e->mr->lkey};
+            struct ibv_send_wr sw = {
+                .wr_id = 60 + i, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+            if (!r)
+                r = ibv_post_send(from, &sw, &bad_s);
+            printf("    %3u bytes: post %s\n", sizes[i], err_name(r));
+            reap(e, 2, qps, 4);
+            const uint32_t first = sizes[i] < 16 ? sizes[i] : 16;
+            const int same = !memcmp(dst, src, first) && !memcmp(dst + 128, src + 16, sizes[i] - first);
+            int clean = 1; /* nothing written past the message */
+            for (uint32_t j = first; j < 16; j++)
+                clean &= dst[j] == 0;
+            for (uint32_t j = 128 + sizes[i] - first; j < 256; j++)
+                clean &= dst[j] == 0;
+            printf("      data %s, beyond it %s\n", same ? "in place" : "WRONG", clean ? "untouched" : "WRITTEN");
+        }
+    }
+    /* a receive buffer too small for the message */
+    {
+        struct ibv_sge rs = {.addr = (uintptr_t)dst, .length = 4, .lkey = e->mr->lkey};
+        struct ibv_recv_wr rw = {.wr_id = 690, .sg_list = &rs, .num_sge = 1};
+        struct ibv_sge ss = {.addr = (uintptr_t)src, .length = 20, .lkey = e->mr->lkey};
+        struct ibv_send_wr sw = {
+            .wr_id = 69, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+        int r = ibv_post_recv(b, &rw, &bad_r);
+        if (!r)
+            r = ibv_post_send(a, &sw, &bad_s);
+        printf("  20 bytes into 4: post %s\n", err_name(r));
+        reap(e, 2, qps, 4);
+    }
+    /* RDMA reads and atomics from a QP that signals every WR (c, d are
+     * still connected) */
+    {
+        struct ibv_qp* x = ibv_create_qp(e->pd, &ia);
+        struct ibv_qp* y = make_qp(e, IBV_QPT_RC, NULL);
+        struct ibv_qp* pq[2] = {x, y};
+        if (!x || !y || connect_pair(e, x, y)) {
+            printf("  read pair: setup failed\n");
+        } else {
+            printf("  reads and atomics\n");
+            /* libmlx5 44 copies a result scattered into a 128-byte CQE
+             * (reads of up to 64 bytes there, atomics) from one byte too early
+             * (fixed upstream: rdma-core pull request 1743): the twin run
+             * leaves those out, small_reads.sh checks ours alone. */
+            const char* cqe_size = getenv("MLX5_CQE_SIZE");
+            const int skip64 = cqe_size && !strcmp(cqe_size, "128") && !getenv("DATA_PATH_ALL_READS");
+            if (skip64)
+                printf("    (reads of up to 64 bytes and atomic results not compared: 128-byte CQEs)\n");
+            for (int i = 0; i < n; i++) {
+                if (skip64 && sizes[i] <= 64)
+                    continue;
+                memset(dst, 0, 256);
+                struct ibv_sge ls[2] = {
+                    {.addr = (uintptr_t)dst, .length = 8, .lkey = e->mr->lkey},
+                    {.addr = (uintptr_t)(dst + 128), .length = sizes[i] > 8 ? sizes[i] - 8 : 0, .lkey = e->mr->lkey}};
+                if (sizes[i] < 8)
+                    ls[0].length = sizes[i];
+                struct ibv_send_wr w = {
+                    .wr_id = 70 + i, .sg_list = ls, .num_sge = sizes[i] > 8 ? 2 : 1, .opcode = IBV_WR_RDMA_READ};
+                w.wr.rdma.remote_addr = (uintptr_t)src;
+                w.wr.rdma.rkey = e->mr->rkey;
+                int r = ibv_post_send(x, &w, &bad_s);
+                printf("    read %3u bytes: post %s\n", sizes[i], err_name(r));
+                reap(e, 1, pq, 2);
+                const uint32_t first = sizes[i] < 8 ? sizes[i] : 8;
+                printf("      data %s\n",
+                       !memcmp(dst, src, first) && !memcmp(dst + 128, src + 8, sizes[i] - first) ? "in place"
+                                                                                                 : "WRONG");
+            }
+            uint64_t* target = (uint64_t*)(e->buf + 24576);
+            *target = 41;
+            memset(dst, 0, 16);
+            struct ibv_sge as = {.addr = (uintptr_t)dst, .length = 8, .lkey = e->mr->lkey};
+            struct ibv_send_wr aw = {.wr_id = 80, .sg_list = &as, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD};
+            aw.wr.atomic.remote_addr = (uintptr_t)target;
+            aw.wr.atomic.rkey = e->mr->rkey;
+            aw.wr.atomic.compare_add = 1;
+            printf("    fetch and add: post %s\n", err_name(ibv_post_send(x, &aw, &bad_s)));
+            reap(e, 1, pq, 2);
+            uint64_t got;
+            memcpy(&got, dst, 8);
+            if (!skip64)
+                printf("      old value %llu, now %llu\n", (unsigned long long)got, (unsigned long long)*target);
+            aw.wr_id = 81;
+            aw.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+            aw.wr.atomic.compare_add = 42;
+            aw.wr.atomic.swap = 7;
+            printf("    compare and swap: post %s\n", err_name(ibv_post_send(x, &aw, &bad_s)));
+            reap(e, 1, pq, 2);
+            memcpy(&got, dst, 8);
+            if (!skip64)
+                printf("      old value %llu, now %llu\n", (unsigned long long)got, (unsigned long long)*target);
+        }
+        if (x)
+            ibv_destroy_qp(x);
+        if (y)
+            ibv_destroy_qp(y);
+    }
+out:
+    for (int i = 0; i < 4; i++)
+        if (qps[i])
+            ibv_destroy_qp(qps[i]);
+    if (srq)
+        ibv_destroy_srq(srq);
+}
+
 static void error_traffic(struct env* e) {
     printf("RC error and flush\n");
     struct ibv_qp* a = make_qp(e, IBV_QPT_RC, NULL);
@@ -1572,6 +1721,7 @@ int main(void) {
     rc_traffic(&e, IBV_QPT_UC);
     ud_traffic(&e);
     srq_traffic(&e);
+    small_traffic(&e);
     error_traffic(&e);
     wr_api(&e);
     inline_sizes(&e);
@@ -1595,6 +1745,7 @@ int main(void) {
         rc_traffic(&e, IBV_QPT_UC);
         ud_traffic(&e);
         srq_traffic(&e);
+        small_traffic(&e);
         error_traffic(&e);
         wr_api(&e);
         ibv_destroy_cq(e.cq);

@@ -2,12 +2,14 @@
 # data_path.sh RUN OURS REFERENCE OURS_LIB WORK: queue sizes, bad posts and
 # the completions of RC, UC, UD, SRQ and ibv_wr_* traffic (data_path.c) of
 # our libibverbs + mlx5 provider against Debian's, on the emulated ConnectX
-# (InfiniBand and RoCE ports, the queue knobs of MLX5_*, the polling
-# back-off, where the rings live: MLX_*_ALLOC_TYPE).
+# (InfiniBand and RoCE ports, the queue knobs of MLX5_*, scatter-to-CQE
+# with 64- and 128-byte CQEs and without, the polling back-off, where the
+# rings live: MLX_*_ALLOC_TYPE).
 exec "$(dirname "$0")/twin.sh" "$@" <<'CASES'
 -
 roce.conf
 - MLX5_CQE_SIZE=128
+- MLX5_SCATTER_TO_CQE=0
 - MLX5_CQE_SIZE=100
 - MLX5_POST_SEND_PREFER_BF=0
 - MLX5_SHUT_UP_BF=1

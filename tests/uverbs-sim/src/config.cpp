@@ -211,6 +211,10 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         if (v != "on" && v != "off")
             return "atomics must be on or off";
         d.atomics = v == "on";
+    } else if (k == "scatter_to_cqe") {
+        if (v != "on" && v != "off")
+            return "scatter_to_cqe must be on or off";
+        d.scatter_to_cqe = v == "on";
     } else {
         // a port key given at device level applies to every port
         for (PortCfg& p : d.ports) {

@@ -151,6 +151,12 @@ struct CqeInfo {
     uint8_t syndrome = 0;  // error CQEs
     bool solicited = false;
     Srq* srq = nullptr;
+    // scatter-to-CQE: the data the CQE carries instead of the buffers
+    // (scat_size 32: the CQE64's first 32 bytes; 64: a 128-byte CQE's
+    // first half)
+    const uint8_t* scat = nullptr;
+    uint32_t scat_len = 0;
+    uint8_t scat_size = 0;
 };
 
 // "00112233 44556677 ..." of a buffer, for the trace
@@ -213,10 +219,24 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
         e64->srqn_uidx = htobe32(qp.uidx & 0xffffff);
     else if (ci.srq)
         e64->srqn_uidx = htobe32(ci.srq->srqn & 0xffffff);
+    uint8_t format = 0;  // op_own bits 3:2
+    if (ci.scat && !err) {
+        if (ci.scat_size == 64 && cq.cqe_size == 128) {
+            uint8_t half[64] = {};
+            memcpy(half, ci.scat, std::min<uint32_t>(ci.scat_len, 64));
+            memcpy(slot - 64, half, 64);
+            format = MLX5_INLINE_SCATTER_64;
+        } else {
+            // the data takes the place of the fields in the first 32 bytes
+            memset(tmp, 0, 32);
+            memcpy(tmp, ci.scat, std::min<uint32_t>(ci.scat_len, 32));
+            format = MLX5_INLINE_SCATTER_32;
+        }
+    }
     memcpy(slot, tmp, 63);
     const uint8_t owner = (cq.pi / cq.ncqe) & 1;
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&c->op_own, static_cast<uint8_t>((ci.opcode << 4) | owner), __ATOMIC_RELEASE);
+    __atomic_store_n(&c->op_own, static_cast<uint8_t>((ci.opcode << 4) | format | owner), __ATOMIC_RELEASE);
     cq.pi = (cq.pi + 1) & 0xffffff;
     if (cq.armed && (!cq.armed_solicited || ci.solicited || err))
         cq.arm_ci = (cq.pi - 1) & 0xffffff, cq.armed_solicited = false;  // fires on the next check
@@ -402,6 +422,7 @@ struct SendOp {
     bool ooo_asked = false;  // re-requested after a later response overtook it
     uint8_t local_err = 0;  // a bad WQE: completes with this syndrome in its turn
     bool done = false;
+    bool in_cqe = false;  // scatter-to-CQE: the read/atomic result is in data, for the CQE
     // UMR (memory window bind and invalidation): the segments as posted
     uint8_t umr_flags = 0;
     uint64_t umr_mask = 0;
@@ -418,6 +439,9 @@ struct RecvState {
     std::vector<Sge> sges;
     uint64_t got = 0;
     uint8_t error = 0;
+    // scatter-to-CQE: the message, when it goes into the CQE
+    uint8_t cqe_data[64];
+    uint32_t cqe_len = 0;
 };
 
 struct QpEngine {
@@ -558,6 +582,11 @@ void req_complete(Qp& qp, const SendOp& op, uint8_t syndrome = 0) {
     if (!op.signaled)
         return;
     ci.opcode = MLX5_CQE_REQ;
+    if (op.in_cqe) {
+        ci.scat = op.data.data();
+        ci.scat_len = static_cast<uint32_t>(op.data.size());
+        ci.scat_size = qp.cs_req;
+    }
     if (op.opcode == MLX5_OPCODE_RDMA_READ)
         ci.byte_cnt = op.len;
     else if (op.opcode == MLX5_OPCODE_ATOMIC_CS || op.opcode == MLX5_OPCODE_ATOMIC_FA)
@@ -1143,6 +1172,10 @@ bool response_in_order(Qp& qp, const SendOp& op) {
     return false;
 }
 
+// Scatter-to-CQE on the requester side: a signaled read or atomic whose
+// result fits the CQE puts it there instead of the local buffers.
+bool result_to_cqe(const Qp& qp, const SendOp& op) { return qp.cs_req && op.signaled && op.len && op.len <= qp.cs_req; }
+
 void handle_read_resp(Qp& qp, const Packet& p) {
     QpEngine& e = *qp.eng;
     for (SendOp& op : e.outstanding) {
@@ -1172,7 +1205,10 @@ void handle_read_resp(Qp& qp, const Packet& p) {
             fail_head(qp, MLX5_CQE_SYNDROME_BAD_RESP_ERR);
             return;
         }
-        if (uint8_t syn = scatter(qp, op.sges, op.read_got, p.payload, p.h.payload_len)) {
+        if (result_to_cqe(qp, op)) {
+            op.data.assign(p.payload, p.payload + p.h.payload_len);  // the one response
+            op.in_cqe = true;
+        } else if (uint8_t syn = scatter(qp, op.sges, op.read_got, p.payload, p.h.payload_len)) {
             implicit_ack_before(qp, op);
             fail_head(qp, syn);
             return;
@@ -1202,7 +1238,11 @@ void handle_atomic_ack(Qp& qp, const Packet& p) {
         if (!response_in_order(qp, op))
             return;
         implicit_ack_before(qp, op);
-        if (uint8_t syn = scatter(qp, op.sges, 0, reinterpret_cast<const uint8_t*>(&p.h.orig), 8)) {
+        const auto* orig = reinterpret_cast<const uint8_t*>(&p.h.orig);
+        if (result_to_cqe(qp, op)) {
+            op.data.assign(orig, orig + 8);
+            op.in_cqe = true;
+        } else if (uint8_t syn = scatter(qp, op.sges, 0, orig, 8)) {
             fail_head(qp, syn);
             return;
         }
@@ -1642,7 +1682,15 @@ void responder(Qp& qp, const Packet& p) {
             return;
         }
         e.nak_sent = false;
-        if (uint8_t syn = scatter(qp, e.recv.sges, e.recv.got, p.payload, p.h.payload_len)) {
+        e.recv.cqe_len = 0;
+        // a whole message small enough goes into the CQE (the provider
+        // copies it out); it must still fit the receive WQE
+        const bool to_cqe = first && last && qp.cs_res && p.h.payload_len && p.h.payload_len <= qp.cs_res;
+        if (to_cqe && sge_total(e.recv.sges) >= p.h.payload_len) {
+            memcpy(e.recv.cqe_data, p.payload, p.h.payload_len);
+            e.recv.cqe_len = p.h.payload_len;
+        } else if (uint8_t syn = to_cqe ? uint8_t(MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR)
+                                        : scatter(qp, e.recv.sges, e.recv.got, p.payload, p.h.payload_len)) {
             // too long for the receive buffer: NAK invalid request (the
             // requester sees REM_INV_REQ); a bad receive SGE: NAK remote
             // operational error (REM_OP)
@@ -1676,6 +1724,11 @@ void responder(Qp& qp, const Packet& p) {
             ci.grh = p.h.flags & kFlagGrh;
             ci.solicited = p.h.flags & kFlagSolicited;
             ci.srq = e.recv.from_srq ? qp.srq : nullptr;
+            if (e.recv.cqe_len) {
+                ci.scat = e.recv.cqe_data;
+                ci.scat_len = e.recv.cqe_len;
+                ci.scat_size = qp.cs_res;
+            }
             e.recv.active = false;
             ++e.msn;
             // the ACK leaves before the CQE is visible: an application that

@@ -78,6 +78,10 @@ struct DevCfg {
     uint32_t max_inline = 512;
     uint32_t dyn_uars = 32;  // dynamic UAR pages a ucontext may map (0: none)
     bool atomics = true;
+    // Scatter-to-CQE as mlx5_ib configures it for QPs that ask: small
+    // receives (RC, UC) and read/atomic results (RC signaling every WR)
+    // written into the CQE instead of the buffers.
+    bool scatter_to_cqe = true;
 };
 
 // Fault injection (config file "fault" lines or UVERBS_SIM_FAULTS).
@@ -303,6 +307,9 @@ struct Qp : Object {
     uint64_t sq_buf = 0;  // = buf + rq size (unless given)
     uint32_t uidx = 0;
     uint32_t create_flags = 0;  // mlx5 create flags
+    // scatter-to-CQE: the largest message (responder) and read/atomic
+    // result (requester) a CQE takes instead of the buffers; 0: none
+    uint8_t cs_res = 0, cs_req = 0;
     // capabilities granted
     uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
     // attributes (modify_qp)

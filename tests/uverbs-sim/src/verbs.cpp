@@ -1036,6 +1036,15 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     qp->sq_buf = u.buf_addr + rq_size;
     qp->uidx = u.uidx;
     qp->create_flags = u.flags;
+    // mlx5_ib's scatter-to-CQE for a QP that asks: 32 bytes in a 64-byte
+    // CQE, 64 in a 128-byte one (the CQ's first half); the requester side
+    // only for RC QPs that signal every WR or allow it explicitly
+    if ((u.flags & MLX5_QP_FLAG_SCATTER_CQE) && c.dev->cfg->scatter_to_cqe) {
+        if (a.qp_type == IBV_QPT_RC || a.qp_type == IBV_QPT_UC)
+            qp->cs_res = rcq->cqe_size == 128 ? 64 : 32;
+        if (a.qp_type == IBV_QPT_RC && ((u.flags & MLX5_QP_FLAG_ALLOW_SCATTER_CQE) || a.sq_sig_all))
+            qp->cs_req = scq->cqe_size == 128 ? 64 : 32;
+    }
     qp->user_handle = a.user_handle;
     qp->max_send_wr = a.max_send_wr;
     qp->max_recv_wr = a.max_recv_wr;
@@ -1055,9 +1064,11 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     Qp* raw = qp.get();
     handle = c.add(std::move(qp));
     sim().qps[raw->qpn] = raw;
-    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx flags 0x%x bfreg %u%s",
+    UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx flags 0x%x bfreg %u%s "
+                "scatter %u/%u",
                 raw->qpn, raw->qp_type, raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift,
-                (unsigned long long)raw->buf, (unsigned long long)u.db_addr, u.flags, u.bfreg_index, srq ? " srq" : "");
+                (unsigned long long)raw->buf, (unsigned long long)u.db_addr, u.flags, u.bfreg_index, srq ? " srq" : "",
+                raw->cs_res, raw->cs_req);
     return 0;
 }
 
