@@ -113,7 +113,10 @@ if pair pt; then
 		sides="client server"
 	else
 		header="^ #bytes #iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] +t_avg\[usec\] +t_stdev\[usec\] +99% percentile\[usec\] +99\.9% percentile\[usec\]"
-		row() { echo "^ $1$sp$iters$sp$num$sp$num$sp$num$sp$num$sp$num$sp$num$sp$num[[:space:]]*\$"; }
+		# the standard deviation: perftest prints -nan when rounding makes
+		# the variance of few samples negative (5 iterations of 8 MiB)
+		stdev='(-?nan|[0-9]+(\.[0-9]+)?)'
+		row() { echo "^ $1$sp$iters$sp$num$sp$num$sp$num$sp$num$sp$stdev$sp$num$sp$num[[:space:]]*\$"; }
 		# RDMA read/write and atomic latency: only the client measures
 		sides="client"
 		[ "$prog" = ib_send_lat ] && sides="client server"
