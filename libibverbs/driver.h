@@ -422,6 +422,30 @@ inline ibv_qp_init_attr legacy_qp_attr(const ibv_qp_init_attr_ex& a) {
     return l;
 }
 
+// ibv_bind_mw for providers that bind windows with a work request (the
+// inline wrapper checked the window's type, the MR and its PD): a type 1
+// window bound by a BIND_MW work request posted through `post_send`, with
+// the window's next key, which it carries once posted (a failed bind
+// completes with an error and the application keeps the old key). Zero-
+// based windows only through the work request interfaces: EINVAL.
+template <class PostSend>
+int bind_mw_through(ibv_qp* qp, ibv_mw* mw, const ibv_mw_bind* bind, PostSend&& post_send) {
+    if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+        return EINVAL;
+    ibv_send_wr wr{};
+    wr.wr_id = bind->wr_id;
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.send_flags = bind->send_flags;
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    wr.bind_mw.bind_info = bind->bind_info;
+    ibv_send_wr* bad = nullptr;
+    if (int e = post_send(qp, &wr, &bad))
+        return e;
+    mw->rkey = wr.bind_mw.rkey;
+    return 0;
+}
+
 // A provider's Device::open_context: a Ctx over cmd_fd set up by `open`
 // (0 or a positive errno); on failure nullptr + errno, and cmd_fd is still
 // the caller's to close.

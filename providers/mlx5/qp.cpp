@@ -961,25 +961,10 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     return err;
 }
 
-// ibv_bind_mw (type 1 windows; the inline wrapper checked the type, the
-// MR's presence and PD): a BIND_MW work request with the window's next
-// key, which the window carries once it is posted. A zero-based window
-// only through the work request interfaces.
+// ibv_bind_mw (type 1 windows): a BIND_MW work request, libibverbs'
+// shared form, as the reference binds them.
 int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) noexcept {
-    if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
-        return EINVAL;
-    ibv_send_wr wr{};
-    wr.wr_id = bind->wr_id;
-    wr.opcode = IBV_WR_BIND_MW;
-    wr.send_flags = bind->send_flags;
-    wr.bind_mw.mw = mw;
-    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
-    wr.bind_mw.bind_info = bind->bind_info;
-    ibv_send_wr* bad = nullptr;
-    if (int e = post_send(qp, &wr, &bad))
-        return e;
-    mw->rkey = wr.bind_mw.rkey;
-    return 0;
+    return verbs::bind_mw_through(qp, mw, bind, post_send);
 }
 
 // ------------------------------------------------- ibv_wr_* send interface

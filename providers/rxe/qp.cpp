@@ -302,25 +302,8 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept 
     return post_receives(to_srq(srq)->rq, wr, bad_wr);
 }
 
-// Type 1 windows: a BIND_MW work request with the window's next key; the
-// window carries that key from now on (if the bind fails, the completion
-// says so and the application restores the old key).
-int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
-    if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
-        return EINVAL;
-    ibv_send_wr wr{};
-    wr.wr_id = bind->wr_id;
-    wr.opcode = IBV_WR_BIND_MW;
-    wr.send_flags = bind->send_flags;
-    wr.bind_mw.mw = mw;
-    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
-    wr.bind_mw.bind_info = bind->bind_info;
-    ibv_send_wr* bad = nullptr;
-    if (int e = post_send(qp, &wr, &bad))
-        return e;
-    mw->rkey = wr.bind_mw.rkey;
-    return 0;
-}
+// Type 1 windows: a BIND_MW work request (libibverbs' shared form).
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) { return verbs::bind_mw_through(qp, mw, bind, post_send); }
 
 // ------------------------------------------------ ibv_wr_* (ibv_qp_ex)
 
