@@ -120,6 +120,19 @@ inline const uint8_t* scattered_data(const mlx5_cqe64* cqe) {
     return (cqe->op_own & MLX5_INLINE_SCATTER_64) ? p - 64 : p;
 }
 
+// Data scattered into a CQE (at most 64 bytes, unless the device says
+// otherwise) to dst.
+inline void copy_scattered(uint8_t* dst, const uint8_t* src, uint32_t len) {
+    if (len <= 32) {
+        copy_small(dst, src, len);
+    } else if (len <= 64) {
+        copy_small(dst, src, 32);
+        copy_small(dst + 32, src + 32, len - 32);
+    } else {
+        std::memcpy(dst, src, len);
+    }
+}
+
 // Copies len bytes into the data segments from `seg` on (at most n, an
 // invalid-lkey entry ends the list; past `end` they continue at `wrap`).
 // IBV_WC_SUCCESS, or IBV_WC_LOC_LEN_ERR when the segments hold less.
@@ -132,11 +145,7 @@ int copy_to_segments(const uint8_t* seg, uint32_t n, const uint8_t* end, const u
         if (be32toh(d->lkey) == MLX5_INVALID_LKEY)
             break;
         const uint32_t take = std::min(len, be32toh(d->byte_count));
-        auto* dst = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(be64toh(d->addr)));
-        if (take <= 32)
-            copy_small(dst, data, take);
-        else
-            std::memcpy(dst, data, take);
+        copy_scattered(reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(be64toh(d->addr))), data, take);
         data += take;
         len -= take;
     }
@@ -159,14 +168,7 @@ int copy_to_segments(const uint8_t* seg, uint32_t n, const uint8_t* end, const u
     }
     const auto* d = reinterpret_cast<const mlx5_wqe_data_seg*>(segs);
     if (len <= be32toh(d->byte_count) && d->lkey != htobe32(MLX5_INVALID_LKEY)) [[likely]] {
-        auto* dst = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(be64toh(d->addr)));
-        const uint8_t* src = scattered_data(cqe);
-        if (len <= 32) {
-            copy_small(dst, src, len);
-        } else {  // at most 64
-            copy_small(dst, src, 32);
-            copy_small(dst + 32, src + 32, len - 32);
-        }
+        copy_scattered(reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(be64toh(d->addr))), scattered_data(cqe), len);
         return IBV_WC_SUCCESS;
     }
     return copy_to_segments(segs, n, nullptr, nullptr, scattered_data(cqe), len);

@@ -1686,11 +1686,16 @@ void responder(Qp& qp, const Packet& p) {
         // a whole message small enough goes into the CQE (the provider
         // copies it out); it must still fit the receive WQE
         const bool to_cqe = first && last && qp.cs_res && p.h.payload_len && p.h.payload_len <= qp.cs_res;
-        if (to_cqe && sge_total(e.recv.sges) >= p.h.payload_len) {
+        uint8_t syn = 0;
+        if (!to_cqe) {
+            syn = scatter(qp, e.recv.sges, e.recv.got, p.payload, p.h.payload_len);
+        } else if (sge_total(e.recv.sges) < p.h.payload_len) {
+            syn = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+        } else {
             memcpy(e.recv.cqe_data, p.payload, p.h.payload_len);
             e.recv.cqe_len = p.h.payload_len;
-        } else if (uint8_t syn = to_cqe ? uint8_t(MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR)
-                                        : scatter(qp, e.recv.sges, e.recv.got, p.payload, p.h.payload_len)) {
+        }
+        if (syn) {
             // too long for the receive buffer: NAK invalid request (the
             // requester sees REM_INV_REQ); a bad receive SGE: NAK remote
             // operational error (REM_OP)
