@@ -215,6 +215,11 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         if (v != "on" && v != "off")
             return "scatter_to_cqe must be on or off";
         d.scatter_to_cqe = v == "on";
+    } else if (k == "cqe_compression") {
+        // off, or the most CQEs in one session
+        if (v != "off" && (!num || n < 2 || n > 0xffff))
+            return "cqe_compression must be off or a session size from 2 to 65535";
+        d.cqe_comp_max_num = v == "off" ? 0 : static_cast<uint32_t>(n);
     } else {
         // a port key given at device level applies to every port
         for (PortCfg& p : d.ports) {

@@ -184,6 +184,81 @@ void cq_overrun(Cq& cq, const char* what) {
     UVSIM_TRACE("cq 0x%x overrun: %s", cq.cqn, what);
 }
 
+// ------------------------------------------------------ CQE compression
+//
+// A CQ created with compression gathers CQEs that differ only in their
+// byte count into a session, written when it closes: when a CQE that
+// cannot join comes, when it holds cqe_comp_max_num, and at the end of
+// each pass of the device over its queues and the wire (zip_flush_all).
+// A session of one is written as a plain CQE. A longer one is its title,
+// the first CQE with op_own format 3 (MLX5_COMPRESSED) and the session's
+// length as its byte count, in its own place, followed by the mini-CQE
+// arrays in the next places, eight 8-byte mini-CQEs each ({hash, or
+// checksum and stride index; byte count}, big-endian); the places after
+// the arrays are left as they were, and every place of the session counts
+// as one CQE. Only what the consumer can rebuild from the title joins: a
+// successful send to the same QP's receive queue (no immediate, no
+// invalidation, not solicited, no data in the CQE), the WQE counters in
+// a row, every other field equal. Requester and error CQEs, SRQ receives
+// and IGNORE_OVERRUN CQs are never compressed in the model. IB traffic has
+// no L4 checksum, RSS hash or strides: the first word of a mini-CQE is 0.
+
+bool zip_eligible(const Cq& cq, const CqeInfo& ci, bool err, uint8_t format) {
+    return !err && ci.opcode == MLX5_CQE_RESP_SEND && !ci.srq && !ci.solicited && !format && !cq.ignore_overrun;
+}
+
+bool zip_joins(const Cq& cq, const Qp& qp, const CqeInfo& ci, const uint8_t* cqe) {
+    if (cq.zip_bytes.empty() || cq.zip_bytes.size() >= cq.zip_max || qp.qpn != cq.zip_qpn ||
+        ci.wqe_counter != cq.zip_next_counter)
+        return false;
+    // equal but for the byte count (44), the timestamp (48) and the WQE
+    // counter (60)
+    return !memcmp(cqe, cq.zip_title, 44) && !memcmp(cqe + 56, cq.zip_title + 56, 4) && cqe[62] == cq.zip_title[62];
+}
+
+uint8_t* cqe_slot(Cq& cq, uint32_t index) {
+    uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(index & (cq.ncqe - 1)) * cq.cqe_size;
+    return cq.cqe_size == 128 ? slot + 64 : slot;
+}
+
+void zip_flush(Cq& cq) {
+    const uint32_t n = static_cast<uint32_t>(cq.zip_bytes.size());
+    if (!n)
+        return;
+    uint8_t* title = cqe_slot(cq, cq.pi);
+    uint8_t format = 0;
+    if (n == 1) {
+        memcpy(title, cq.zip_title, 63);
+    } else {
+        for (uint32_t a = 0; a * 8 < n; ++a) {
+            uint8_t arr[64] = {};
+            for (uint32_t i = 0; i < 8 && a * 8 + i < n; ++i) {
+                const uint32_t bc = htobe32(cq.zip_bytes[a * 8 + i]);
+                memcpy(arr + i * 8 + 4, &bc, 4);
+            }
+            memcpy(cqe_slot(cq, cq.pi + 1 + a), arr, 64);
+        }
+        memcpy(title, cq.zip_title, 63);
+        const uint32_t count = htobe32(n);
+        memcpy(title + 44, &count, 4);
+        format = 3 << 2;  // MLX5_COMPRESSED
+    }
+    const uint8_t owner = (cq.pi / cq.ncqe) & 1;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(title + 63, static_cast<uint8_t>((MLX5_CQE_RESP_SEND << 4) | format | owner), __ATOMIC_RELEASE);
+    UVSIM_TRACE("CQE cq 0x%x idx %u: %u compressed CQE(s) of qpn 0x%x: %s", cq.cqn, cq.pi & (cq.ncqe - 1), n,
+                cq.zip_qpn, g_trace_on ? hex(title, 64).c_str() : "");
+    cq.pi = (cq.pi + n) & 0xffffff;
+    cq.zip_bytes.clear();
+    if (cq.armed && !cq.armed_solicited)
+        cq.arm_ci = (cq.pi - 1) & 0xffffff;  // fires on the next check
+}
+
+void zip_flush_all() {
+    for (Cq* cq : sim().cqs)
+        zip_flush(*cq);
+}
+
 bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     if (cq_unconsumed(cq) >= cq.ncqe && !cq.ignore_overrun) {
         cq_overrun(cq, "CQE dropped");
@@ -232,6 +307,22 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
             memcpy(tmp, ci.scat, std::min<uint32_t>(ci.scat_len, 32));
             format = MLX5_INLINE_SCATTER_32;
         }
+    }
+    if (cq.zip_format) {
+        if (zip_eligible(cq, ci, err, format)) {
+            if (zip_joins(cq, qp, ci, tmp)) {
+                cq.zip_bytes.push_back(ci.byte_cnt);
+                cq.zip_next_counter = static_cast<uint16_t>(ci.wqe_counter + 1);
+                return true;
+            }
+            zip_flush(cq);
+            memcpy(cq.zip_title, tmp, 64);
+            cq.zip_qpn = qp.qpn;
+            cq.zip_next_counter = static_cast<uint16_t>(ci.wqe_counter + 1);
+            cq.zip_bytes.assign(1, ci.byte_cnt);
+            return true;
+        }
+        zip_flush(cq);  // what was gathered goes before this CQE
     }
     memcpy(slot, tmp, 63);
     const uint8_t owner = (cq.pi / cq.ncqe) & 1;
@@ -2079,6 +2170,7 @@ bool step() {
                 set_error(*qp);
             }
     }
+    zip_flush_all();
     work |= flush_pending();
     clock_pages_tick();
     const uint64_t fatal = cfg().faults.fatal_after_ms;
@@ -2110,6 +2202,7 @@ void thread_main() {
         }
         {
             std::lock_guard<std::recursive_mutex> g(sim().mu);
+            zip_flush_all();  // what the wire brought, before any event
             work |= fire_events();
         }
         const uint64_t t = now_ns();
@@ -2190,6 +2283,7 @@ void engine_flush_qp(Qp& qp) { set_error(qp); }
 // not polled yet one place on and drops the marker. An armed CQ is not
 // woken by the marker.
 void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size) {
+    zip_flush(cq);
     if (cq_unconsumed(cq) < cq.ncqe || cq.ignore_overrun) {
         const uint32_t idx = cq.pi & (cq.ncqe - 1);
         uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(idx) * cq.cqe_size;

@@ -82,6 +82,11 @@ struct DevCfg {
     // receives (RC, UC) and read/atomic results (RC signaling every WR)
     // written into the CQE instead of the buffers.
     bool scatter_to_cqe = true;
+    // CQE compression (mlx5dv_create_cq's COMPRESSED_CQE, 64- and 128-byte
+    // CQEs, mini-CQE formats hash, checksum and checksum + stride index):
+    // the most CQEs one compressed session holds, 0 for a device that does
+    // not compress.
+    uint32_t cqe_comp_max_num = 64;
 };
 
 // Fault injection (config file "fault" lines or UVERBS_SIM_FAULTS).
@@ -241,13 +246,24 @@ struct Cq : Object {
     // IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN: a full ring is written over (no
     // CQ error), the owner bits telling the consumer it fell behind.
     bool ignore_overrun = false;
+    // CQE compression: the mini-CQE format the CQ was created with
+    // (MLX5DV_CQE_RES_FORMAT_*), 0 for none. The session being gathered:
+    // its first CQE as it would be written (the title), the QP and next
+    // WQE counter a CQE must have to join, and each member's byte count.
+    uint8_t zip_format = 0;
+    uint32_t zip_max = 0;  // the device's cqe_comp_max_num
+    uint8_t zip_title[64] = {};
+    uint32_t zip_qpn = 0;
+    uint16_t zip_next_counter = 0;
+    std::vector<uint32_t> zip_bytes;
     Cq() : Object(ObjType::Cq) {}
 };
 
-// CQEs written and not yet consumed, as the consumer index record says.
+// CQEs written and not yet consumed, as the consumer index record says,
+// and those a compression session holds (they have their places).
 inline uint32_t cq_unconsumed(const Cq& cq) {
     const uint32_t cons = be32toh(__atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffffff;
-    return (cq.pi - cons) & 0xffffff;
+    return ((cq.pi - cons) & 0xffffff) + static_cast<uint32_t>(cq.zip_bytes.size());
 }
 
 struct Srq : Object {

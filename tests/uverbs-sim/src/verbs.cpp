@@ -184,11 +184,22 @@ void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r) {
     r.cq_moderation_caps.max_cq_moderation_period = 0xfff;
 }
 
-void fill_mlx5_query_device(const Device&, mlx5_ib_query_device_resp& r) {
+void fill_mlx5_query_device(const Device& d, mlx5_ib_query_device_resp& r) {
     memset(&r, 0, sizeof r);
     r.response_length = sizeof r;
-    // No TSO, RSS, CQE compression, packet pacing, striding RQ, tunnel
-    // offloads, DCI streams: the model implements none of them.
+    // CQE compression in every mini-CQE format, for 64- and 128-byte CQEs
+    // (the stride index format needs mini_cqe_resp_stride_index, which a
+    // ConnectX-5 and later has); 128-byte CQEs padded on request (the
+    // model writes 64-byte CQEs in 128-byte places either way).
+    if (d.cfg->cqe_comp_max_num) {
+        r.cqe_comp_caps.max_num = d.cfg->cqe_comp_max_num;
+        r.cqe_comp_caps.supported_format =
+            MLX5_IB_CQE_RES_FORMAT_HASH | MLX5_IB_CQE_RES_FORMAT_CSUM | MLX5_IB_CQE_RES_FORMAT_CSUM_STRIDX;
+        r.flags |= MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_COMP;
+    }
+    r.flags |= MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_PAD;
+    // No TSO, RSS, packet pacing, striding RQ, tunnel offloads, DCI
+    // streams: the model implements none of them.
 }
 
 int fill_query_port(const Device& d, uint32_t port, ib_uverbs_query_port_resp& r) {
@@ -770,8 +781,20 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
         return -EINVAL;  // one completion vector
     if (a.drv.cqe_size != 64 && a.drv.cqe_size != 128)
         return -EINVAL;
-    if (a.drv.cqe_comp_en)
-        return -EOPNOTSUPP;  // no CQE compression in the model
+    // mlx5_ib: compression needs the capability for this CQE size (the
+    // model compresses both sizes or neither), then one known mini-CQE
+    // format
+    uint8_t zip_format = 0;
+    if (a.drv.cqe_comp_en) {
+        if (!d.cqe_comp_max_num)
+            return -EOPNOTSUPP;
+        switch (a.drv.cqe_comp_res_format) {
+        case MLX5_IB_CQE_RES_FORMAT_HASH:
+        case MLX5_IB_CQE_RES_FORMAT_CSUM:
+        case MLX5_IB_CQE_RES_FORMAT_CSUM_STRIDX: zip_format = a.drv.cqe_comp_res_format; break;
+        default: return -EINVAL;
+        }
+    }
     if (a.drv.flags & ~uint16_t(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
         return -EOPNOTSUPP;
     const uint32_t n = cq_ring_entries(a.cqe, d.max_cqe);
@@ -802,6 +825,8 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
     cq->comp_vector = a.comp_vector;
     cq->user_handle = a.user_handle;
     cq->ignore_overrun = a.flags & IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
+    cq->zip_format = zip_format;
+    cq->zip_max = d.cqe_comp_max_num;
     engine_cq_created(*cq);
     cqn = cq->cqn;
     cqe_out = n - 1;

@@ -93,6 +93,13 @@ TEST(Config, DevicesPortsAndKeys) {
     EXPECT_EQ(e.ports[0].netdev, "eth7");
 }
 
+TEST(Config, CqeCompression) {
+    EXPECT_EQ(parse_ok("device a\n").devices[0].cqe_comp_max_num, 64u);
+    EXPECT_EQ(parse_ok("device a\ncqe_compression off\n").devices[0].cqe_comp_max_num, 0u);
+    EXPECT_EQ(parse_ok("device a\ncqe_compression 2\n").devices[0].cqe_comp_max_num, 2u);
+    EXPECT_EQ(parse_ok("device a\ncqe_compression 1000\n").devices[0].cqe_comp_max_num, 1000u);
+}
+
 TEST(Config, PortsCopiesTheFirstPort) {
     Config c = parse_ok("device a\nlink_layer roce\nports 2\n");
     ASSERT_EQ(c.devices[0].ports.size(), 2u);
@@ -154,6 +161,9 @@ TEST(Config, ErrorsNameTheLine) {
         {"device a\nmax_sge -1\n", "line 2: max_sge must be a positive 32-bit number"},
         {"device a\nmax_pd 12abc\n", "line 2: max_pd must be a positive 32-bit number"},
         {"device a\nmax_mr 0x\n", "line 2: max_mr must be a positive 32-bit number"},
+        {"device a\ncqe_compression 1\n", "line 2: cqe_compression must be off or a session size from 2 to 65535"},
+        {"device a\ncqe_compression on\n", "line 2: cqe_compression must be off or a session size from 2 to 65535"},
+        {"device a\ncqe_compression 65536\n", "line 2: cqe_compression must be off or a session size from 2 to 65535"},
         {"device a\nports 3\n", "line 2: ports must be 1 or 2"},
         {"device a\nports 0\n", "line 2: ports must be 1 or 2"},
         {"device a\nnode_guid zz\n", "line 2: bad node_guid"},

@@ -497,6 +497,14 @@ TEST_F(Write, CreateCqSizes) {
     auto x = resp<ib_uverbs_ex_create_cq_resp>();
     EXPECT_EQ(x.base.cqe, 15u);
     EXPECT_EQ(x.response_length, sizeof x);
+    // compressed, in each mini-CQE format and both CQE sizes
+    for (uint8_t f : {MLX5_IB_CQE_RES_FORMAT_HASH, MLX5_IB_CQE_RES_FORMAT_CSUM, MLX5_IB_CQE_RES_FORMAT_CSUM_STRIDX})
+        for (uint32_t size : {64u, 128u}) {
+            auto comp = cq_drv(A(buf(size * 16)), A(db()), size);
+            comp.cqe_comp_en = 1;
+            comp.cqe_comp_res_format = f;
+            ok(create_cq(A(kResp), 15, comp));
+        }
 }
 
 TEST_F(Write, CreateCqChecks) {
@@ -508,9 +516,13 @@ TEST_F(Write, CreateCqChecks) {
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d, 0))), -EINVAL);
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b, d + 4))), -EINVAL);  // unaligned record
     EXPECT_EQ(run(create_cq(A(kResp), 15, cq_drv(b + 8, d))), -EINVAL);  // ring not in 64-byte quanta
+    // compression: exactly one known mini-CQE format
     auto comp = cq_drv(b, d);
     comp.cqe_comp_en = 1;
-    EXPECT_EQ(run(create_cq(A(kResp), 15, comp)), -EOPNOTSUPP);
+    for (uint8_t f : {0, 3, 5, 8}) {
+        comp.cqe_comp_res_format = f;
+        EXPECT_EQ(run(create_cq(A(kResp), 15, comp)), -EINVAL) << int(f);
+    }
     auto flags = cq_drv(b, d);
     flags.flags = 0x80;
     EXPECT_EQ(run(create_cq(A(kResp), 15, flags)), -EOPNOTSUPP);
