@@ -232,8 +232,10 @@ inline ibv_wc_opcode requester_opcode(const mlx5_cqe64* cqe, uint8_t recorded) {
     }
 }
 
+// (always inline: the poll and the rebuilt-session path both decode, and
+// an out-of-line copy would cost the common path a call and its registers)
 template <bool kScatter = false>
-void fill_requester(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe) {
+[[gnu::always_inline]] inline void fill_requester(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe) {
     const uint32_t idx = retire_send(qp, cqe);
     wc->wr_id = qp->sq.wrid[idx];
     wc->status = IBV_WC_SUCCESS;
@@ -254,7 +256,7 @@ result:
 }
 
 template <bool kScatter = false>
-void fill_responder(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
+[[gnu::always_inline]] inline void fill_responder(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
     int status = IBV_WC_SUCCESS;
     wc->wr_id = take_recv<kScatter>(qp, cqe, &status);
     wc->status = static_cast<ibv_wc_status>(status);
@@ -318,10 +320,101 @@ inline mlx5_cqe64* take_cqe(Mlx5Cq* cq) {
     return cqe;
 }
 
+// A plain CQE (no data in it, not compressed) into *wc.
+[[gnu::always_inline]] inline Polled decode_one(Mlx5Context& ctx, ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe,
+                                                uint8_t opcode) {
+    switch (opcode) {
+    case MLX5_CQE_REQ: fill_requester(wc, qp, cqe); break;
+    case MLX5_CQE_RESP_WR_IMM:
+    case MLX5_CQE_RESP_SEND:
+    case MLX5_CQE_RESP_SEND_IMM:
+    case MLX5_CQE_RESP_SEND_INV: fill_responder(wc, qp, cqe, opcode); break;
+    case MLX5_CQE_REQ_ERR:
+    case MLX5_CQE_RESP_ERR: fill_error(ctx, wc, qp, cqe, opcode); break;
+    default: return Polled::Error;
+    }
+    return Polled::Ok;
+}
+
+// ------------------------------------------------------ CQE compression
+//
+// On a CQ created with compression the device may write a session of n
+// CQEs that differ only in their byte counts (and WQE counters, in a row):
+// in the first place the title, a CQE whose op_own format is 3 and whose
+// byte count is n; in the next places the mini-CQE arrays, eight 8-byte
+// {hash or checksum, byte count} entries each; n places in all. The poll
+// rebuilds the n CQEs in their places when it meets the title, and then
+// reads them as any others. It goes from the last to the first: each
+// array is read before its place is written, and the first array and the
+// title are kept aside. False: a title whose length cannot be.
+constexpr uint8_t kCompressed = MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64;
+
+struct MiniCqe {
+    uint32_t info;  // RSS hash, or checksum and stride index
+    __be32 byte_cnt;
+};
+
+[[gnu::noinline]] bool expand_session(Mlx5Cq* cq, uint32_t first) {
+    mlx5_cqe64 title;
+    std::memcpy(&title, cqe_at(cq, first), sizeof title);
+    const uint32_t n = be32toh(title.byte_cnt);
+    if (n < 2 || n > cq->ncqe)
+        return false;
+    MiniCqe head[8];
+    std::memcpy(head, cqe_at(cq, first + 1), sizeof head);
+    const uint16_t counter = be16toh(title.wqe_counter);
+    for (uint32_t j = n; j-- > 0;) {
+        MiniCqe m;
+        if (j < 8)
+            m = head[j];
+        else
+            std::memcpy(&m, reinterpret_cast<const uint8_t*>(cqe_at(cq, first + 1 + j / 8)) + (j % 8) * sizeof m,
+                        sizeof m);
+        mlx5_cqe64 c = title;
+        c.byte_cnt = m.byte_cnt;
+        c.wqe_counter = htobe16(static_cast<uint16_t>(counter + j));
+        c.op_own = static_cast<uint8_t>((title.op_own & 0xf0) | (((first + j) & cq->ncqe) ? 1 : 0));
+        std::memcpy(cqe_at(cq, first + j), &c, sizeof c);
+    }
+    return true;
+}
+
+// Before a walk over what the device has written (clean, resize): every
+// session in it rebuilt, so that each place holds one CQE.
+void expand_sessions(Mlx5Cq* cq) {
+    if (!cq->compressed)
+        return;
+    uint32_t i = cq->cons_index;
+    for (uint32_t k = 0; k < cq->ncqe;) {
+        const mlx5_cqe64* cqe = sw_cqe(cq, i);
+        if (!cqe)
+            return;
+        from_device_barrier();
+        uint32_t step = 1;
+        if ((cqe->op_own & kScatterBits) == kCompressed) {
+            step = be32toh(cqe->byte_cnt);
+            if (!expand_session(cq, i))
+                return;
+        }
+        i += step;
+        k += step;
+    }
+}
+
 // A completion whose data the device put in the CQE: decoded as any
-// other, the data copied out first. Out of line, reached by a tail call:
-// the common paths keep their registers.
+// other, the data copied out first; or the title of a compressed session,
+// rebuilt and decoded. Out of line, reached by a tail call: the common
+// paths keep their registers.
 [[gnu::noinline]] Polled poll_scattered(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
+    if ((cqe->op_own & kScatterBits) == kCompressed) {
+        // the CQ this CQE is in: the one the QP reports this side to (not
+        // passed down, to keep the common path's registers)
+        ibv_qp* q = qp->vqp.qp();
+        Mlx5Cq* cq = to_mcq(opcode == MLX5_CQE_REQ ? q->send_cq : q->recv_cq);
+        if (!expand_session(cq, cq->cons_index - 1))
+            return Polled::Error;
+        return decode_one(*to_mctx(cq->vcq.cq()->context), wc, qp, cqe, opcode);
+    }
     if (opcode == MLX5_CQE_REQ)
         fill_requester<true>(wc, qp, cqe);
     else
@@ -342,17 +435,7 @@ Polled poll_one(Mlx5Cq* cq, ibv_wc* wc) {
     wc->qp_num = be32toh(cqe->sop_drop_qpn) & 0xffffff;
     if (cqe->op_own & kScatterBits) [[unlikely]]  // success CQEs only
         return poll_scattered(wc, qp, cqe, opcode);
-    switch (opcode) {
-    case MLX5_CQE_REQ: fill_requester(wc, qp, cqe); break;
-    case MLX5_CQE_RESP_WR_IMM:
-    case MLX5_CQE_RESP_SEND:
-    case MLX5_CQE_RESP_SEND_IMM:
-    case MLX5_CQE_RESP_SEND_INV: fill_responder(wc, qp, cqe, opcode); break;
-    case MLX5_CQE_REQ_ERR:
-    case MLX5_CQE_RESP_ERR: fill_error(ctx, wc, qp, cqe, opcode); break;
-    default: return Polled::Error;
-    }
-    return Polled::Ok;
+    return decode_one(ctx, wc, qp, cqe, opcode);
 }
 
 }  // namespace
@@ -380,8 +463,8 @@ int cq_size_error(int cqe, int cqe_size) {
 }  // namespace
 
 Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags,
-                            bool single_threaded, int cqe_size, uint32_t drv_flags, Mlx5Pd* parent,
-                            uint32_t core_flags) {
+                            bool single_threaded, int cqe_size, uint32_t drv_flags, Mlx5Pd* parent, uint32_t core_flags,
+                            uint8_t comp_format) {
     if (int e = cq_size_error(cqe, cqe_size)) {
         errno = e;
         return nullptr;
@@ -411,6 +494,11 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         req.db_addr = reinterpret_cast<uintptr_t>(cq.dbrec_buf.get());
         req.cqe_size = cq.cqe_size;
         req.flags = static_cast<uint16_t>(drv_flags);
+        if (comp_format) {
+            req.cqe_comp_en = 1;
+            req.cqe_comp_res_format = comp_format;
+            cq.compressed = true;
+        }
         mlx5_ib_create_cq_resp resp{};
         if (int e = cmd_create_cq(static_cast<int>(cq.ncqe - 1), channel, comp_vector, &cq.vcq,
                                   Udata{&req, sizeof(req), &resp, sizeof(resp)}, core_flags))
@@ -467,17 +555,21 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
     const int cqe_size =
         dv && (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) ? static_cast<int>(dv->cqe_size) : env_.cqe_size;
     uint32_t drv_flags = 0;
+    uint8_t comp_format = 0;
     if (dv) {
         if (int e = cq_size_error(static_cast<int>(attr->cqe), cqe_size)) {
             errno = e;
             return nullptr;
         }
-        // Compression needs a device that compresses in one of the asked
-        // formats: the CQ poll of this provider reads no mini-CQEs, and a
-        // device without compression refuses; so both refuse (EINVAL).
+        // Compression needs a device that compresses, in a format asked
+        // for (as in the reference, more than one format goes to the
+        // kernel, which refuses it).
         if (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) {
-            errno = EINVAL;
-            return nullptr;
+            if (!caps_.cqe_comp_caps.max_num || !(dv->cqe_comp_res_format & caps_.cqe_comp_caps.supported_format)) {
+                errno = EINVAL;
+                return nullptr;
+            }
+            comp_format = dv->cqe_comp_res_format;
         }
         if (dv->comp_mask & MLX5DV_CQ_INIT_ATTR_MASK_FLAGS) {
             if (dv->flags & ~uint64_t(MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD)) {
@@ -509,7 +601,7 @@ ibv_cq_ex* Mlx5Context::create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv
     // A parent domain with a thread domain: one thread, no lock.
     const bool one_thread = (flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED) || (parent && parent->td);
     Mlx5Cq* cq = new_cq(static_cast<int>(attr->cqe), attr->channel, static_cast<int>(attr->comp_vector), attr->wc_flags,
-                        one_thread, cqe_size, drv_flags, parent, core_flags);
+                        one_thread, cqe_size, drv_flags, parent, core_flags, comp_format);
     if (!cq)
         return nullptr;
     cq->parent = parent;
@@ -552,6 +644,7 @@ int Mlx5Context::resize_cq(ibv_cq* ibcq, int cqe) {
     if (int e = cmd_resize_cq(ibcq, static_cast<int>(ncqe - 1), Udata{&req, sizeof(req), nullptr, 0}))
         return e;
     // Carry over up to the marker; at most one pass of the old ring.
+    expand_sessions(cq);
     uint32_t i = cq->cons_index;
     bool marked = false;
     for (uint32_t k = 0; k < cq->ncqe; ++k, ++i) {
@@ -594,6 +687,7 @@ void clean_cq(Mlx5Cq* cq, uint32_t uidx, Mlx5Srq* srq) {
     if (!cq || cq->dv_owned)
         return;
     std::lock_guard guard(cq->lock);
+    expand_sessions(cq);
     // The CQEs the device has written and we have not consumed.
     uint32_t prod = cq->cons_index;
     while (prod - cq->cons_index < cq->ncqe && sw_cqe(cq, prod))
@@ -723,37 +817,10 @@ namespace {
 // read_* hooks decode the rest from the CQE itself, only what the
 // application asks for. An error CQE defines wr_id, status and the vendor
 // syndrome; its other fields read as the bytes the device left.
-// load_next for a CQE whose data the device put in the CQE: the work
-// request retired as any other, the data copied out to its buffers (its
-// status says whether they held it). Out of line, reached by a tail call.
-[[gnu::noinline]] int load_scattered(Mlx5Cq* cq, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) noexcept {
+// A plain CQE (no data in it, not compressed) as the current one.
+[[gnu::always_inline]] inline int decode_ex(Mlx5Cq* cq, Mlx5Context& ctx, Mlx5Qp* qp, const mlx5_cqe64* cqe,
+                                            uint8_t opcode) noexcept {
     ibv_cq_ex& x = cq->vcq.cq_ex;
-    if (opcode == MLX5_CQE_REQ) {
-        const uint32_t idx = retire_send(qp, cqe);
-        x.wr_id = qp->sq.wrid[idx];
-        cq->ex_sq_opcode = qp->sq.wc_opcode[idx];
-        x.status = static_cast<ibv_wc_status>(scatter_send(qp, idx, cqe));
-    } else {
-        int status = IBV_WC_SUCCESS;
-        x.wr_id = take_recv<true>(qp, cqe, &status);
-        x.status = static_cast<ibv_wc_status>(status);
-    }
-    cq->ex_cqe = cqe;
-    return 0;
-}
-
-inline int load_next(Mlx5Cq* cq) noexcept {
-    const mlx5_cqe64* cqe = take_cqe(cq);
-    if (!cqe)
-        return ENOENT;
-    const uint8_t opcode = cqe->op_own >> 4;
-    Mlx5Context& ctx = *to_mctx(cq->vcq.cq()->context);
-    Mlx5Qp* qp = ctx.qp_by_uidx(be32toh(cqe->srqn_uidx) & 0xffffff);
-    if (!qp) [[unlikely]]
-        return EINVAL;
-    ibv_cq_ex& x = cq->vcq.cq_ex;
-    if (cqe->op_own & kScatterBits) [[unlikely]]  // success CQEs only
-        return load_scattered(cq, qp, cqe, opcode);
     switch (opcode) {
     case MLX5_CQE_REQ: {
         const uint32_t idx = retire_send(qp, cqe);
@@ -782,6 +849,47 @@ inline int load_next(Mlx5Cq* cq) noexcept {
     }
     cq->ex_cqe = cqe;
     return 0;
+}
+
+// load_next for the title of a compressed session (rebuilt, then read as
+// any other CQE), and for a CQE whose data the device put in the CQE (the
+// work request retired as any other, the data copied out to its buffers;
+// its status says whether they held it). Out of line, reached by tail
+// calls.
+[[gnu::noinline]] int load_compressed(Mlx5Cq* cq, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) noexcept {
+    if (!expand_session(cq, cq->cons_index - 1))
+        return EINVAL;
+    return decode_ex(cq, *to_mctx(cq->vcq.cq()->context), qp, cqe, opcode);
+}
+
+[[gnu::noinline]] int load_scattered(Mlx5Cq* cq, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) noexcept {
+    ibv_cq_ex& x = cq->vcq.cq_ex;
+    if (opcode == MLX5_CQE_REQ) {
+        const uint32_t idx = retire_send(qp, cqe);
+        x.wr_id = qp->sq.wrid[idx];
+        cq->ex_sq_opcode = qp->sq.wc_opcode[idx];
+        x.status = static_cast<ibv_wc_status>(scatter_send(qp, idx, cqe));
+    } else {
+        int status = IBV_WC_SUCCESS;
+        x.wr_id = take_recv<true>(qp, cqe, &status);
+        x.status = static_cast<ibv_wc_status>(status);
+    }
+    cq->ex_cqe = cqe;
+    return 0;
+}
+
+inline int load_next(Mlx5Cq* cq) noexcept {
+    const mlx5_cqe64* cqe = take_cqe(cq);
+    if (!cqe)
+        return ENOENT;
+    const uint8_t opcode = cqe->op_own >> 4;
+    Mlx5Context& ctx = *to_mctx(cq->vcq.cq()->context);
+    Mlx5Qp* qp = ctx.qp_by_uidx(be32toh(cqe->srqn_uidx) & 0xffffff);
+    if (!qp) [[unlikely]]
+        return EINVAL;
+    if (const uint8_t format = cqe->op_own & kScatterBits) [[unlikely]]  // success CQEs only
+        return format == kCompressed ? load_compressed(cq, qp, cqe, opcode) : load_scattered(cq, qp, cqe, opcode);
+    return decode_ex(cq, ctx, qp, cqe, opcode);
 }
 
 // The lock is held from a successful start_poll until end_poll.

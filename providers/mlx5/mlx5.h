@@ -243,7 +243,8 @@ private:
     void probe_device();
     // cqe_size: 64 or 128 (else EINVAL); drv_flags: MLX5_IB_CREATE_CQ_FLAGS_*.
     struct Mlx5Cq* new_cq(int cqe, ibv_comp_channel* channel, int comp_vector, uint64_t wc_flags, bool single_threaded,
-                          int cqe_size, uint32_t drv_flags, Mlx5Pd* parent = nullptr, uint32_t core_flags = 0);
+                          int cqe_size, uint32_t drv_flags, Mlx5Pd* parent = nullptr, uint32_t core_flags = 0,
+                          uint8_t comp_format = 0);
     // send_ops: the ibv_wr_* operations asked for, 0 for the default set;
     // drv_flags: MLX5_QP_FLAG_* for the kernel.
     Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
@@ -382,6 +383,7 @@ struct Mlx5Cq {
     void* uar_db;  // where the arm doorbell is written
     uint64_t wc_flags;  // what create_cq_ex asked to read
     bool dv_owned;  // handed to the application (mlx5dv_init_obj): never cleaned by us
+    bool compressed;  // created with CQE compression: the device may write sessions
     // Extended polling (start_poll .. end_poll): the current CQE, read in
     // place by the read_* hooks (its slot stays ours until end_poll
     // publishes the consumer index), and for a requester CQE the opcode

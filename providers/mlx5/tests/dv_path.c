@@ -915,6 +915,328 @@ static void raw_traffic(struct env* e) {
     ibv_destroy_cq(rc.cq);
 }
 
+/* ---------------------------------------------------- CQE compression */
+
+/* A burst of sends to one QP whose receive CQ was created with
+ * compression (mlx5dv_create_cq): the device may write the completions as
+ * a session, a title CQE (format 3, the session's length as its byte
+ * count) followed by mini-CQE arrays. This program reads the ring itself
+ * and rebuilds each CQE from the title and its mini-CQE, as a DPDK- or
+ * UCX-style consumer does; with DV_PATH_ZIP_POLL=1 it polls the same CQ
+ * through ibv_poll_cq and ibv_start_poll instead (our library rebuilds
+ * the sessions; the reference's reads no mini-CQEs), printing the same
+ * lines. Session boundaries depend on the device's timing: only whether
+ * one was seen, and every completion, is printed. */
+struct zip_cq {
+    struct raw_cq r;
+    struct mlx5_cqe64 title;
+    uint32_t left, pos, first;
+    int sessions;
+};
+
+static struct mlx5_cqe64* zip_slot(struct raw_cq* c, uint32_t i) {
+    char* slot = (char*)c->d.buf + (size_t)(i & (c->d.cqe_cnt - 1)) * c->d.cqe_size;
+    return (struct mlx5_cqe64*)(c->d.cqe_size == 128 ? slot + 64 : slot);
+}
+
+/* Whether the CQE at the consumer index is the device's, without taking it. */
+static struct mlx5_cqe64* zip_peek(struct raw_cq* c) {
+    struct mlx5_cqe64* cqe = zip_slot(c, c->ci);
+    uint8_t op = mlx5dv_get_cqe_opcode(cqe);
+    if (op == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(cqe) != !!(c->ci & c->d.cqe_cnt))
+        return NULL;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return cqe;
+}
+
+/* How many completions the device has written from the consumer index
+ * on: plain CQEs count one, a session's title its length. */
+static uint32_t zip_ready(struct raw_cq* c) {
+    uint32_t n = 0;
+    const uint32_t ci = c->ci;
+    while (n < c->d.cqe_cnt) {
+        c->ci = ci + n;
+        struct mlx5_cqe64* cqe = zip_peek(c);
+        if (!cqe)
+            break;
+        n += mlx5dv_get_cqe_format(cqe) == 3 ? be32toh(cqe->byte_cnt) : 1;
+    }
+    c->ci = ci;
+    return n;
+}
+
+/* The next completion rebuilt into *out (0), or 1 when none came within
+ * two seconds. A session's places are marked invalid once it is read, so
+ * that the next pass of the ring does not take them for new CQEs. */
+static int zip_next(struct zip_cq* z, struct mlx5_cqe64* out) {
+    if (!z->left) {
+        struct mlx5_cqe64* cqe = NULL;
+        for (int i = 0; i < 200000 && !(cqe = zip_peek(&z->r)); i++) {
+            struct timespec ts = {0, 10000};
+            nanosleep(&ts, NULL);
+        }
+        if (!cqe)
+            return 1;
+        if (mlx5dv_get_cqe_format(cqe) != 3) {
+            *out = *cqe;
+            z->r.ci++;
+            z->r.d.dbrec[0] = htobe32(z->r.ci & 0xffffff);
+            return 0;
+        }
+        z->title = *cqe;
+        z->left = be32toh(cqe->byte_cnt);
+        z->pos = 0;
+        z->first = z->r.ci;
+        z->sessions++;
+    }
+    const uint8_t* arr = (const uint8_t*)zip_slot(&z->r, z->first + 1 + z->pos / 8);
+    uint32_t bytes;
+    memcpy(&bytes, arr + (z->pos % 8) * 8 + 4, 4);
+    *out = z->title;
+    out->byte_cnt = bytes;
+    out->wqe_counter = htobe16((uint16_t)(be16toh(z->title.wqe_counter) + z->pos));
+    out->op_own = (uint8_t)(z->title.op_own & 0xf0);
+    z->pos++;
+    if (--z->left == 0) {
+        for (uint32_t i = 0; i < z->pos; i++)
+            zip_slot(&z->r, z->first + i)->op_own = MLX5_CQE_INVALID << 4;
+        z->r.ci += z->pos;
+        z->r.d.dbrec[0] = htobe32(z->r.ci & 0xffffff);
+    }
+    return 0;
+}
+
+static void zip_case(struct env* e, const char* what, enum ibv_qp_type t, uint16_t cqe_size, uint8_t fmt, int mode) {
+    const int n = 20, bursts = 3;
+    struct ibv_cq_init_attr_ex ca = {.cqe = 31, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM};
+    struct mlx5dv_cq_init_attr da = {.comp_mask =
+                                         MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE,
+                                     .cqe_comp_res_format = fmt,
+                                     .cqe_size = cqe_size};
+    struct ibv_cq_ex* rcq = mlx5dv_create_cq(e->ctx, &ca, &da);
+    struct ibv_cq* scq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+    struct ibv_ah* ah = NULL;
+    struct ibv_qp_init_attr a = {.send_cq = scq,
+                                 .recv_cq = rcq ? ibv_cq_ex_to_cq(rcq) : NULL,
+                                 .qp_type = t,
+                                 .cap = {.max_send_wr = 32, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1}};
+    struct ibv_qp* s = rcq ? ibv_create_qp(e->pd, &a) : NULL;
+    struct ibv_qp* r = s ? ibv_create_qp(e->pd, &a) : NULL;
+    printf("  %s: %s\n", what, r ? "created" : err_name(errno));
+    if (!r)
+        goto out;
+    struct zip_cq z = {.r = {.cq = ibv_cq_ex_to_cq(rcq)}};
+    struct mlx5dv_obj o = {.cq = {z.r.cq, &z.r.d}};
+    int ret = mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ);
+    if (t == IBV_QPT_UD) {
+        struct ibv_qp_attr qa = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111};
+        ret = ret ? ret : ibv_modify_qp(s, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+        ret = ret ? ret : ibv_modify_qp(r, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+        qa.qp_state = IBV_QPS_RTR;
+        ret = ret ? ret : ibv_modify_qp(s, &qa, IBV_QP_STATE);
+        ret = ret ? ret : ibv_modify_qp(r, &qa, IBV_QP_STATE);
+        qa.qp_state = IBV_QPS_RTS;
+        ret = ret ? ret : ibv_modify_qp(s, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
+        ret = ret ? ret : ibv_modify_qp(r, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN);
+        struct ibv_ah_attr aa = {.dlid = e->lid, .port_num = 1};
+        if (e->eth) {
+            aa.is_global = 1;
+            aa.grh.dgid = e->gid;
+            aa.grh.hop_limit = 1;
+        }
+        ah = ret ? NULL : ibv_create_ah(e->pd, &aa);
+        if (!ah)
+            ret = ret ? ret : errno;
+    } else {
+        ret = ret ? ret : to_rts(e, s, r->qp_num) || to_rts(e, r, s->qp_num);
+    }
+    if (ret) {
+        printf("    set-up: %s\n", err_name(ret));
+        goto out;
+    }
+    /* Three bursts pass the CQ's 32 places; the receive queue (64) holds
+     * them all, as a ring read by the program does not retire receives in
+     * the library. UD receives start with the 40-byte GRH area. */
+    const uint32_t grh = t == IBV_QPT_UD ? 40 : 0;
+    char* src = e->buf + 16384;
+    char* dst = e->buf + 32768;
+    int seen = 0, bad = 0, session_at_resize = 0;
+    /* Polled through the library, one burst more: the CQ resized while its
+     * completions, a session among them, wait unread. */
+    const int last = mode ? bursts + 1 : bursts;
+    for (int b = 0; b < last; b++) {
+        if (b == bursts) {
+            printf("    %d bursts of %d: %s, compressed session seen: %s\n", bursts, n,
+                   bad ? "WRONG" : "every receive in order", seen ? "yes" : "no");
+            bad = 0;
+        }
+        struct ibv_recv_wr rw[20], *rbad;
+        struct ibv_send_wr sw[20], *sbad;
+        struct ibv_sge rs[20], ss[20];
+        memset(dst, 0, 20 * 512);
+        for (int i = 0; i < n; i++) {
+            const uint32_t len = 100 + (uint32_t)(b * n + i); /* past what scatter-to-CQE takes */
+            memset(src + i * 512, 'a' + (b * n + i) % 26, len);
+            rs[i] = (struct ibv_sge){(uintptr_t)(dst + i * 512), 512, e->mr->lkey};
+            rw[i] = (struct ibv_recv_wr){
+                .wr_id = (uint64_t)i, .next = i + 1 < n ? &rw[i + 1] : NULL, .sg_list = &rs[i], .num_sge = 1};
+            ss[i] = (struct ibv_sge){(uintptr_t)(src + i * 512), len, e->mr->lkey};
+            sw[i] = (struct ibv_send_wr){.wr_id = (uint64_t)i,
+                                         .next = i + 1 < n ? &sw[i + 1] : NULL,
+                                         .sg_list = &ss[i],
+                                         .num_sge = 1,
+                                         .opcode = IBV_WR_SEND,
+                                         .send_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0};
+            if (ah) {
+                sw[i].wr.ud.ah = ah;
+                sw[i].wr.ud.remote_qpn = r->qp_num;
+                sw[i].wr.ud.remote_qkey = 0x11111111;
+            }
+        }
+        if (ibv_post_recv(r, rw, &rbad) || ibv_post_send(s, sw, &sbad)) {
+            printf("    burst %d: post failed\n", b);
+            break;
+        }
+        struct ibv_wc swc;
+        int got = 0;
+        for (int i = 0; i < 200000 && !(got = ibv_poll_cq(scq, 1, &swc)); i++) {
+            struct timespec ts = {0, 10000};
+            nanosleep(&ts, NULL);
+        }
+        if (got != 1 || swc.status) {
+            printf("    burst %d: send completion %s\n", b, got == 1 ? ibv_wc_status_str(swc.status) : "missing");
+            break;
+        }
+        /* the receives: in the ring, first whether as a session */
+        for (int i = 0; i < 200000 && !zip_peek(&z.r); i++) {
+            struct timespec ts = {0, 10000};
+            nanosleep(&ts, NULL);
+        }
+        struct mlx5_cqe64* head = zip_peek(&z.r);
+        /* before the resize, the whole burst in (a UD sender's completion
+         * does not say the receives are) */
+        for (int i = 0; b == bursts && i < 200000 && zip_ready(&z.r) < (uint32_t)n; i++) {
+            struct timespec ts = {0, 10000};
+            nanosleep(&ts, NULL);
+        }
+        const int session = head && mlx5dv_get_cqe_format(head) == 3;
+        if (b < bursts) {
+            seen += session;
+        } else if ((session_at_resize = session), ibv_resize_cq(z.r.cq, 127)) {
+            printf("    resize_cq: %s\n", err_name(errno));
+            break;
+        }
+        int in_poll = 0;
+        for (int i = 0; i < n; i++) {
+            uint32_t idx, bytes, qpn, status = 0;
+            if (mode == 0) {
+                struct mlx5_cqe64 c;
+                if (zip_next(&z, &c)) {
+                    printf("    burst %d recv %d: no completion\n", b, i);
+                    bad++;
+                    break;
+                }
+                idx = be16toh(c.wqe_counter) & 63;
+                bytes = be32toh(c.byte_cnt);
+                qpn = be32toh(c.sop_drop_qpn) & 0xffffff;
+                status = mlx5dv_get_cqe_opcode(&c) == MLX5_CQE_RESP_SEND ? 0 : 99;
+            } else if (mode == 1) {
+                struct ibv_wc wc;
+                int pr = 0;
+                for (int w = 0; w < 200000 && !(pr = ibv_poll_cq(z.r.cq, 1, &wc)); w++) {
+                    struct timespec ts = {0, 10000};
+                    nanosleep(&ts, NULL);
+                }
+                if (pr != 1) {
+                    printf("    burst %d recv %d: %s\n", b, i, pr ? "poll error" : "no completion");
+                    bad++;
+                    break;
+                }
+                z.r.ci++; /* where the next peek looks */
+                idx = (uint32_t)(wc.wr_id + (uint64_t)b * n) & 63;
+                bytes = wc.byte_len;
+                qpn = wc.qp_num;
+                status = wc.status || wc.opcode != IBV_WC_RECV ? 99 : 0;
+            } else {
+                /* what has not come yet ends the poll; a new one waits */
+                struct ibv_poll_cq_attr pa = {0};
+                int pr = in_poll ? ibv_next_poll(rcq) : ENOENT;
+                if (pr == ENOENT && in_poll)
+                    ibv_end_poll(rcq);
+                in_poll = 0;
+                for (int w = 0; w < 200000 && pr == ENOENT; w++) {
+                    if (w) {
+                        struct timespec ts = {0, 10000};
+                        nanosleep(&ts, NULL);
+                    }
+                    pr = ibv_start_poll(rcq, &pa);
+                }
+                in_poll = !pr;
+                if (pr) {
+                    printf("    burst %d recv %d: no completion\n", b, i);
+                    bad++;
+                    break;
+                }
+                z.r.ci++;
+                idx = (uint32_t)(rcq->wr_id + (uint64_t)b * n) & 63;
+                bytes = ibv_wc_read_byte_len(rcq);
+                qpn = ibv_wc_read_qp_num(rcq);
+                status = rcq->status || ibv_wc_read_opcode(rcq) != IBV_WC_RECV ? 99 : 0;
+                if (i + 1 == n) {
+                    ibv_end_poll(rcq);
+                    in_poll = 0;
+                }
+            }
+            const int k = (int)((idx - (uint32_t)(b * n)) & 63);
+            const uint32_t want = 100 + (uint32_t)(b * n + i);
+            int data_ok = k == i && bytes == want + grh;
+            for (uint32_t j = 0; data_ok && j < want; j++)
+                data_ok = dst[i * 512 + grh + j] == 'a' + (b * n + i) % 26;
+            if (!data_ok || qpn != r->qp_num || status) {
+                printf("    burst %d recv %d: slot %d bytes %u qp %s status %u data %s\n", b, i, k, bytes,
+                       qpn == r->qp_num ? "matches" : "other", status, data_ok ? "ok" : "WRONG");
+                bad++;
+            }
+        }
+    }
+    if (mode)
+        printf("    resized with %s unread: %s\n", session_at_resize ? "a session" : "completions",
+               bad ? "WRONG" : "every receive in order");
+    else
+        printf("    %d bursts of %d: %s, compressed session seen: %s\n", bursts, n,
+               bad ? "WRONG" : "every receive in order", seen ? "yes" : "no");
+out:
+    if (ah)
+        ibv_destroy_ah(ah);
+    if (r)
+        ibv_destroy_qp(r);
+    if (s)
+        ibv_destroy_qp(s);
+    if (scq)
+        ibv_destroy_cq(scq);
+    if (rcq)
+        ibv_destroy_cq(ibv_cq_ex_to_cq(rcq));
+}
+
+static void compressed_cqes(struct env* e) {
+    printf("CQE compression\n");
+    dv_cq_case(e, "compressed, csum", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, MLX5DV_CQE_RES_FORMAT_CSUM);
+    dv_cq_case(e, "compressed, csum + stride idx", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0,
+               MLX5DV_CQE_RES_FORMAT_CSUM_STRIDX);
+    dv_cq_case(e, "compressed, 128-byte CQEs",
+               MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 128, 0,
+               MLX5DV_CQE_RES_FORMAT_HASH);
+    dv_cq_case(e, "compressed, two formats", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0,
+               MLX5DV_CQE_RES_FORMAT_HASH | MLX5DV_CQE_RES_FORMAT_CSUM);
+    dv_cq_case(e, "compressed, no format", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, 0);
+    dv_cq_case(e, "compressed, unknown format", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, 1 << 3);
+    const char* m = getenv("DV_PATH_ZIP_POLL");
+    const int mode = m && !strcmp(m, "1") ? 1 : m && !strcmp(m, "ex") ? 2 : 0;
+    zip_case(e, "rc, 64-byte CQEs, hash", IBV_QPT_RC, 64, MLX5DV_CQE_RES_FORMAT_HASH, mode);
+    zip_case(e, "rc, 128-byte CQEs, csum", IBV_QPT_RC, 128, MLX5DV_CQE_RES_FORMAT_CSUM, mode);
+    zip_case(e, "ud, 64-byte CQEs, csum + stride idx", IBV_QPT_UD, 64, MLX5DV_CQE_RES_FORMAT_CSUM_STRIDX, mode);
+}
+
 /* ---------------------------------------------------- thread domains */
 
 /* ibv_alloc_td: each domain gets a register of its own on a dynamic UAR
@@ -1061,6 +1383,7 @@ int main(void) {
     create_attrs(&e);
     raw_traffic(&e);
     raw_wqe_traffic(&e);
+    compressed_cqes(&e);
     thread_domains(&e);
 
     ibv_dereg_mr(e.mr);
