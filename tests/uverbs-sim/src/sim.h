@@ -75,7 +75,7 @@ struct DevCfg {
     uint32_t max_srq_sge = 31;
     uint32_t max_qp_rd_atom = 16;
     uint32_t max_ah = 0x7fffffff;
-    uint32_t max_inline = 512;
+    uint32_t max_inline = 1024;  // inline data a QP may ask for (mlx5_ib: bounded by the WQE size only)
     uint32_t dyn_uars = 32;  // dynamic UAR pages a ucontext may map (0: none)
     bool atomics = true;
     // Scatter-to-CQE as mlx5_ib configures it for QPs that ask: small

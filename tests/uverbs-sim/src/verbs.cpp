@@ -267,7 +267,7 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
     resp.bf_reg_size = 512;
     resp.tot_bfregs = total;
     resp.cache_line_size = 64;
-    resp.max_sq_desc_sz = 512;
+    resp.max_sq_desc_sz = 1024;  // max_wqe_sz_sq: 16 WQEBBs
     resp.max_rq_desc_sz = 512;
     resp.max_send_wqebb = d.max_qp_wr;
     resp.max_recv_wr = d.max_qp_wr;
