@@ -188,6 +188,34 @@ Seed windows(uint8_t dev) {
     return s;
 }
 
+// Compressed CQs: each mini-CQE format at both CQE sizes, the formats the
+// device refuses, an RC QP receiving on a compressed CQ taken to RTS.
+// Handles: pd 0, cq 1 .. 6, qp 7 (the refused creates take none).
+Seed compressed_cqs(uint8_t dev) {
+    Seed s(dev);
+    s.w(get_context(kResp)).w(alloc_pd(kResp));
+    const uint8_t formats[] = {MLX5_IB_CQE_RES_FORMAT_HASH, MLX5_IB_CQE_RES_FORMAT_CSUM,
+                               MLX5_IB_CQE_RES_FORMAT_CSUM_STRIDX, 0, 3};
+    uint32_t n = 0;
+    for (uint8_t f : formats)
+        for (uint32_t size : {64u, 128u}) {
+            auto d = cq_drv(kCqBuf + n * 0x1000, kDb + 64 * (n % 16), size);
+            d.cqe_comp_en = 1;
+            d.cqe_comp_res_format = f;
+            s.w(create_cq(kResp, 15, d));
+            ++n;
+        }
+    QpSpec q;
+    q.pd = 0;
+    q.scq = 1;
+    q.rcq = 2;
+    q.type = IBV_QPT_RC;
+    s.w(create_qp(kResp, q, qp_drv(kQpBuf, kDb + 0x800, 32, 8, 5)));
+    s.w(modify_qp(to_init(7, IBV_QPT_RC))).w(modify_qp(to_rtr(7, IBV_QPT_RC, 0x10203, 1)));
+    s.w(modify_qp(to_rts(7, IBV_QPT_RC)));
+    return s;
+}
+
 // poke: store bytes at an arena address (for ioctl attributes that point
 // at memory)
 Bytes poke(uint64_t addr, const void* p, size_t n) {
@@ -295,5 +323,6 @@ int main(int argc, char** argv) {
     ok &= ioctls(0).save(dir, "ioctl-ib");
     ok &= ioctls(1).save(dir, "ioctl-roce");
     ok &= windows(0).save(dir, "mw-ib");
+    ok &= compressed_cqs(0).save(dir, "zip-cq-ib");
     return ok ? 0 : 1;
 }
