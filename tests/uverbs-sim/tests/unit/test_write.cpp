@@ -703,7 +703,7 @@ TEST_F(Write, CreateQpChecks) {
     t.send_sge = 31;
     EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
     t = s;
-    t.inline_data = 513;
+    t.inline_data = 1025;  // past the device's 1024 (the WQE size)
     EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EINVAL);
     // rings: powers of two, a sane RQ stride, something to hold
     EXPECT_EQ(bad(s, qp_drv(b, d, 24, 16)), -EINVAL);
