@@ -216,6 +216,7 @@ bool zip_joins(const Cq& cq, const Qp& qp, const CqeInfo& ci, const uint8_t* cqe
     return !memcmp(cqe, cq.zip_title, 44) && !memcmp(cqe + 56, cq.zip_title + 56, 4) && cqe[62] == cq.zip_title[62];
 }
 
+// The CQE64 of place `index` (with 128-byte CQEs their second half).
 uint8_t* cqe_slot(Cq& cq, uint32_t index) {
     uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(index & (cq.ncqe - 1)) * cq.cqe_size;
     return cq.cqe_size == 128 ? slot + 64 : slot;
@@ -227,9 +228,8 @@ void zip_flush(Cq& cq) {
         return;
     uint8_t* title = cqe_slot(cq, cq.pi);
     uint8_t format = 0;
-    if (n == 1) {
-        memcpy(title, cq.zip_title, 63);
-    } else {
+    memcpy(title, cq.zip_title, 63);
+    if (n > 1) {
         for (uint32_t a = 0; a * 8 < n; ++a) {
             uint8_t arr[64] = {};
             for (uint32_t i = 0; i < 8 && a * 8 + i < n; ++i) {
@@ -238,7 +238,6 @@ void zip_flush(Cq& cq) {
             }
             memcpy(cqe_slot(cq, cq.pi + 1 + a), arr, 64);
         }
-        memcpy(title, cq.zip_title, 63);
         const uint32_t count = htobe32(n);
         memcpy(title + 44, &count, 4);
         format = 3 << 2;  // MLX5_COMPRESSED
@@ -264,11 +263,6 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
         cq_overrun(cq, "CQE dropped");
         return false;
     }
-    const uint32_t idx = cq.pi & (cq.ncqe - 1);
-    uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(idx) * cq.cqe_size;
-    if (cq.cqe_size == 128)
-        slot += 64;
-    auto* c = reinterpret_cast<mlx5_cqe64*>(slot);
     const bool err = ci.opcode == MLX5_CQE_REQ_ERR || ci.opcode == MLX5_CQE_RESP_ERR;
     uint8_t tmp[64] = {};
     if (err) {
@@ -295,11 +289,11 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     else if (ci.srq)
         e64->srqn_uidx = htobe32(ci.srq->srqn & 0xffffff);
     uint8_t format = 0;  // op_own bits 3:2
+    uint8_t half[64];  // MLX5_INLINE_SCATTER_64: the 128-byte CQE's first half
     if (ci.scat && !err) {
         if (ci.scat_size == 64 && cq.cqe_size == 128) {
-            uint8_t half[64] = {};
+            memset(half, 0, sizeof half);
             memcpy(half, ci.scat, std::min<uint32_t>(ci.scat_len, 64));
-            memcpy(slot - 64, half, 64);
             format = MLX5_INLINE_SCATTER_64;
         } else {
             // the data takes the place of the fields in the first 32 bytes
@@ -310,20 +304,23 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     }
     if (cq.zip_format) {
         if (zip_eligible(cq, ci, err, format)) {
-            if (zip_joins(cq, qp, ci, tmp)) {
-                cq.zip_bytes.push_back(ci.byte_cnt);
-                cq.zip_next_counter = static_cast<uint16_t>(ci.wqe_counter + 1);
-                return true;
+            if (!zip_joins(cq, qp, ci, tmp)) {
+                zip_flush(cq);  // a new session, this CQE its title
+                memcpy(cq.zip_title, tmp, 64);
+                cq.zip_qpn = qp.qpn;
             }
-            zip_flush(cq);
-            memcpy(cq.zip_title, tmp, 64);
-            cq.zip_qpn = qp.qpn;
+            cq.zip_bytes.push_back(ci.byte_cnt);
             cq.zip_next_counter = static_cast<uint16_t>(ci.wqe_counter + 1);
-            cq.zip_bytes.assign(1, ci.byte_cnt);
             return true;
         }
         zip_flush(cq);  // what was gathered goes before this CQE
     }
+    // the place is taken only now: a session written above moved pi on
+    const uint32_t idx = cq.pi & (cq.ncqe - 1);
+    uint8_t* slot = cqe_slot(cq, cq.pi);
+    auto* c = reinterpret_cast<mlx5_cqe64*>(slot);
+    if (format == MLX5_INLINE_SCATTER_64)
+        memcpy(slot - 64, half, 64);
     memcpy(slot, tmp, 63);
     const uint8_t owner = (cq.pi / cq.ncqe) & 1;
     __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -2286,9 +2283,7 @@ void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size) {
     zip_flush(cq);
     if (cq_unconsumed(cq) < cq.ncqe || cq.ignore_overrun) {
         const uint32_t idx = cq.pi & (cq.ncqe - 1);
-        uint8_t* slot = reinterpret_cast<uint8_t*>(cq.buf) + size_t(idx) * cq.cqe_size;
-        if (cq.cqe_size == 128)
-            slot += 64;
+        uint8_t* slot = cqe_slot(cq, cq.pi);
         auto* c = reinterpret_cast<mlx5_cqe64*>(slot);
         memset(slot, 0, 63);
         const uint8_t owner = (cq.pi / cq.ncqe) & 1;
