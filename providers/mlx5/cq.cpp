@@ -348,6 +348,7 @@ inline mlx5_cqe64* take_cqe(Mlx5Cq* cq) {
 // array is read before its place is written, and the first array and the
 // title are kept aside. False: a title whose length cannot be.
 constexpr uint8_t kCompressed = MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64;
+inline bool is_title(const mlx5_cqe64* cqe) { return (cqe->op_own & kScatterBits) == kCompressed; }
 
 struct MiniCqe {
     uint32_t info;  // RSS hash, or checksum and stride index
@@ -391,7 +392,7 @@ void expand_sessions(Mlx5Cq* cq) {
             return;
         from_device_barrier();
         uint32_t step = 1;
-        if ((cqe->op_own & kScatterBits) == kCompressed) {
+        if (is_title(cqe)) {
             step = be32toh(cqe->byte_cnt);
             if (!expand_session(cq, i))
                 return;
@@ -406,7 +407,7 @@ void expand_sessions(Mlx5Cq* cq) {
 // rebuilt and decoded. Out of line, reached by a tail call: the common
 // paths keep their registers.
 [[gnu::noinline]] Polled poll_scattered(ibv_wc* wc, Mlx5Qp* qp, const mlx5_cqe64* cqe, uint8_t opcode) {
-    if ((cqe->op_own & kScatterBits) == kCompressed) {
+    if (is_title(cqe)) {
         // the CQ this CQE is in: the one the QP reports this side to (not
         // passed down, to keep the common path's registers)
         ibv_qp* q = qp->vqp.qp();

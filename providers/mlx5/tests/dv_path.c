@@ -712,15 +712,27 @@ static void raw_post_send(struct raw_qp* q, uint8_t opcode, uint32_t lkey, void*
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/* The CQE64 of place i (with 128-byte CQEs their second half). */
+static struct mlx5_cqe64* ring_slot(struct raw_cq* c, uint32_t i) {
+    char* slot = (char*)c->d.buf + (size_t)(i & (c->d.cqe_cnt - 1)) * c->d.cqe_size;
+    return (struct mlx5_cqe64*)(c->d.cqe_size == 128 ? slot + 64 : slot);
+}
+
+/* Whether the CQE at the consumer index is the device's, without taking it. */
+static struct mlx5_cqe64* ring_peek(struct raw_cq* c) {
+    struct mlx5_cqe64* cqe = ring_slot(c, c->ci);
+    uint8_t op = mlx5dv_get_cqe_opcode(cqe);
+    if (op == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(cqe) != !!(c->ci & c->d.cqe_cnt))
+        return NULL;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return cqe;
+}
+
 /* The next CQE the device handed over, within two seconds, or NULL. */
 static struct mlx5_cqe64* raw_poll(struct raw_cq* c) {
     for (int i = 0; i < 200000; i++) {
-        char* slot = (char*)c->d.buf + (size_t)(c->ci & (c->d.cqe_cnt - 1)) * c->d.cqe_size;
-        struct mlx5_cqe64* cqe = (struct mlx5_cqe64*)(c->d.cqe_size == 128 ? slot + 64 : slot);
-        uint8_t op = mlx5dv_get_cqe_opcode(cqe);
-        int owner = mlx5dv_get_cqe_owner(cqe);
-        if (op != MLX5_CQE_INVALID && owner == !!(c->ci & c->d.cqe_cnt)) {
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        struct mlx5_cqe64* cqe = ring_peek(c);
+        if (cqe) {
             c->ci++;
             c->d.dbrec[0] = htobe32(c->ci & 0xffffff);
             return cqe;
@@ -934,21 +946,6 @@ struct zip_cq {
     int sessions;
 };
 
-static struct mlx5_cqe64* zip_slot(struct raw_cq* c, uint32_t i) {
-    char* slot = (char*)c->d.buf + (size_t)(i & (c->d.cqe_cnt - 1)) * c->d.cqe_size;
-    return (struct mlx5_cqe64*)(c->d.cqe_size == 128 ? slot + 64 : slot);
-}
-
-/* Whether the CQE at the consumer index is the device's, without taking it. */
-static struct mlx5_cqe64* zip_peek(struct raw_cq* c) {
-    struct mlx5_cqe64* cqe = zip_slot(c, c->ci);
-    uint8_t op = mlx5dv_get_cqe_opcode(cqe);
-    if (op == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(cqe) != !!(c->ci & c->d.cqe_cnt))
-        return NULL;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return cqe;
-}
-
 /* How many completions the device has written from the consumer index
  * on: plain CQEs count one, a session's title its length. */
 static uint32_t zip_ready(struct raw_cq* c) {
@@ -956,7 +953,7 @@ static uint32_t zip_ready(struct raw_cq* c) {
     const uint32_t ci = c->ci;
     while (n < c->d.cqe_cnt) {
         c->ci = ci + n;
-        struct mlx5_cqe64* cqe = zip_peek(c);
+        struct mlx5_cqe64* cqe = ring_peek(c);
         if (!cqe)
             break;
         n += mlx5dv_get_cqe_format(cqe) == 3 ? be32toh(cqe->byte_cnt) : 1;
@@ -971,7 +968,7 @@ static uint32_t zip_ready(struct raw_cq* c) {
 static int zip_next(struct zip_cq* z, struct mlx5_cqe64* out) {
     if (!z->left) {
         struct mlx5_cqe64* cqe = NULL;
-        for (int i = 0; i < 200000 && !(cqe = zip_peek(&z->r)); i++) {
+        for (int i = 0; i < 200000 && !(cqe = ring_peek(&z->r)); i++) {
             struct timespec ts = {0, 10000};
             nanosleep(&ts, NULL);
         }
@@ -989,7 +986,7 @@ static int zip_next(struct zip_cq* z, struct mlx5_cqe64* out) {
         z->first = z->r.ci;
         z->sessions++;
     }
-    const uint8_t* arr = (const uint8_t*)zip_slot(&z->r, z->first + 1 + z->pos / 8);
+    const uint8_t* arr = (const uint8_t*)ring_slot(&z->r, z->first + 1 + z->pos / 8);
     uint32_t bytes;
     memcpy(&bytes, arr + (z->pos % 8) * 8 + 4, 4);
     *out = z->title;
@@ -999,7 +996,7 @@ static int zip_next(struct zip_cq* z, struct mlx5_cqe64* out) {
     z->pos++;
     if (--z->left == 0) {
         for (uint32_t i = 0; i < z->pos; i++)
-            zip_slot(&z->r, z->first + i)->op_own = MLX5_CQE_INVALID << 4;
+            ring_slot(&z->r, z->first + i)->op_own = MLX5_CQE_INVALID << 4;
         z->r.ci += z->pos;
         z->r.d.dbrec[0] = htobe32(z->r.ci & 0xffffff);
     }
@@ -1112,11 +1109,11 @@ static void zip_case(struct env* e, const char* what, enum ibv_qp_type t, uint16
             break;
         }
         /* the receives: in the ring, first whether as a session */
-        for (int i = 0; i < 200000 && !zip_peek(&z.r); i++) {
+        for (int i = 0; i < 200000 && !ring_peek(&z.r); i++) {
             struct timespec ts = {0, 10000};
             nanosleep(&ts, NULL);
         }
-        struct mlx5_cqe64* head = zip_peek(&z.r);
+        struct mlx5_cqe64* head = ring_peek(&z.r);
         /* before the resize, the whole burst in (a UD sender's completion
          * does not say the receives are) */
         for (int i = 0; b == bursts && i < 200000 && zip_ready(&z.r) < (uint32_t)n; i++) {
