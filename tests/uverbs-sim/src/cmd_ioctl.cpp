@@ -255,6 +255,7 @@ std::optional<ObjType> idr_type(uint16_t obj) {
     case UVERBS_OBJECT_MR: return ObjType::Mr;
     case UVERBS_OBJECT_MW: return ObjType::Mw;
     case UVERBS_OBJECT_XRCD: return ObjType::Xrcd;
+    case MLX5_IB_OBJECT_UAR: return ObjType::Uar;
     default: return std::nullopt;
     }
 }
@@ -272,14 +273,16 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_AH:
     case UVERBS_OBJECT_MR:
     case UVERBS_OBJECT_MW:
-    case UVERBS_OBJECT_ASYNC_EVENT: return true;
+    case UVERBS_OBJECT_ASYNC_EVENT:
+    case MLX5_IB_OBJECT_UAR: return true;
     default: return false;
     }
 }
 
 bool is_async_fd(int fd) {
     for (const auto& [k, ctx] : sim().files)
-        if (ctx->async && ctx->async->app_fd == fd)
+        if ((ctx->async && ctx->async->app_fd == fd) ||
+            std::any_of(ctx->more_async.begin(), ctx->more_async.end(), [&](const auto& f) { return f->app_fd == fd; }))
             return true;
     return false;
 }
@@ -412,16 +415,10 @@ int m_query_context(Bundle& b) {
     r = b.copy_to(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, &core_support, sizeof core_support);
     if (copy_err(r))
         return r;
-    // mlx5: the ucontext response again. Recomputed by running the context
-    // set-up on a scratch context with the granted values.
-    Context scratch;
-    scratch.dev = b.c.dev;
-    mlx5_ib_alloc_ucontext_req_v2 req{};
-    req.total_num_bfregs = b.c.tot_bfregs;
-    req.max_cqe_version = b.c.cqe_version;
-    mlx5_ib_alloc_ucontext_resp resp;
-    if (int e = get_context(scratch, &req, sizeof req, resp))
-        return e;
+    // mlx5: the ucontext response again, as GET_CONTEXT granted it (the
+    // bfregs, UAR size and dynamic UARs the first context asked for)
+    mlx5_ib_alloc_ucontext_resp resp{};
+    memcpy(&resp, b.c.uctx_resp.data(), std::min(sizeof resp, b.c.uctx_resp.size()));
     return b.copy_to_struct_or_zero(MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, &resp, sizeof resp);
 }
 
@@ -677,14 +674,13 @@ int m_invoke_write(Bundle& b) {
 // ------------------------------------------------------ ASYNC_EVENT methods
 
 int m_async_event_alloc(Bundle& b) {
-    // the first async file of a context receives its events; this model
-    // keeps one per context (a second allocation is refused)
+    // the first async file of a context receives the events of its
+    // objects; every one of them the device-wide events
     const int fd = make_async_fd(b.c);
     if (fd < 0)
         return fd;
     if (int e = b.put_new_id(UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, fd)) {
-        b.c.async.reset();
-        libc().close(fd);
+        drop_async_fd(b.c, fd);
         return e;
     }
     return 0;
@@ -900,6 +896,47 @@ int m_mr_destroy(Bundle& b) { return dereg_mr(b.c, b.handle(UVERBS_ATTR_DESTROY_
 int m_ah_destroy(Bundle& b) { return destroy_ah(b.c, b.handle(UVERBS_ATTR_DESTROY_AH_HANDLE)); }
 int m_mw_destroy(Bundle& b) { return dealloc_mw(b.c, b.handle(UVERBS_ATTR_DESTROY_MW_HANDLE)); }
 
+// QUERY_MR (ibv_import_mr): the keys, the length and the iova of an MR of
+// this file, whichever context of it registered the MR.
+int m_query_mr(Bundle& b) {
+    const Mr* mr = b.c.get<Mr>(b.handle(UVERBS_ATTR_QUERY_MR_HANDLE), ObjType::Mr);
+    const uint64_t length = mr->length, iova = mr->iova;
+    if (int e = b.copy_to(UVERBS_ATTR_QUERY_MR_RESP_LKEY, &mr->lkey, sizeof mr->lkey))
+        return e;
+    if (int e = b.copy_to(UVERBS_ATTR_QUERY_MR_RESP_RKEY, &mr->rkey, sizeof mr->rkey))
+        return e;
+    if (int e = b.copy_to(UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &length, sizeof length))
+        return e;
+    const int e = b.copy_to(UVERBS_ATTR_QUERY_MR_RESP_IOVA, &iova, sizeof iova);
+    return e == -ENOENT ? 0 : e;  // the iova is optional
+}
+
+// ------------------------------------------------------------------ UAR
+
+// mlx5's UAR object: a doorbell page for the library's dynamic UARs.
+int m_uar_alloc(Bundle& b) {
+    uint64_t type;
+    if (int e = b.get_const(MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, type, UINT32_MAX))
+        return e;
+    uint32_t h, length;
+    uint64_t offset;
+    uint32_t page_id;
+    if (int e = alloc_uar(b.c, static_cast<uint32_t>(type), h, offset, length, page_id))
+        return e;
+    int e = b.copy_to(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, &offset, sizeof offset);
+    if (!e)
+        e = b.copy_to(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, &length, sizeof length);
+    if (!e)
+        e = b.copy_to(MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, &page_id, sizeof page_id);
+    if (!e)
+        e = b.put_new_id(MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, h);
+    if (e)
+        destroy_uar(b.c, h);
+    return e;
+}
+
+int m_uar_destroy(Bundle& b) { return destroy_uar(b.c, b.handle(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE)); }
+
 // mlx5 driver method on the PD object (mlx5dv_init_obj): the PD number.
 int m_mlx5_pd_query(Bundle& b) {
     Pd* pd = b.c.get<Pd>(b.handle(MLX5_IB_ATTR_QUERY_PD_HANDLE), ObjType::Pd);
@@ -1017,13 +1054,30 @@ const std::vector<Method>& methods() {
             {idr(UVERBS_ATTR_DESTROY_SRQ_HANDLE, UVERBS_OBJECT_SRQ, Access::Destroy, true),
              out_sized(UVERBS_ATTR_DESTROY_SRQ_RESP, sizeof(ib_uverbs_destroy_srq_resp), true)},
             false, m_srq_destroy);
-        // PD, MR, MW, AH: only destroy is an ioctl method
+        // PD, MR, MW, AH: destroy, and the queries of PDs and MRs
         add(UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_PD_HANDLE, UVERBS_OBJECT_PD, Access::Destroy, true)}, false, m_pd_destroy);
         add(UVERBS_OBJECT_PD, MLX5_IB_METHOD_PD_QUERY,
             {idr(MLX5_IB_ATTR_QUERY_PD_HANDLE, UVERBS_OBJECT_PD, Access::Read, true),
              out_sized(MLX5_IB_ATTR_QUERY_PD_RESP_PDN, u32s, true)},
             false, m_mlx5_pd_query);
+        add(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_ALLOC,
+            {idr(MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, MLX5_IB_OBJECT_UAR, Access::New, true),
+             const_in(MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, true),
+             out_sized(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, u64s, true),
+             out_sized(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, u32s, true),
+             out_sized(MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, u32s, true)},
+            false, m_uar_alloc);
+        add(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_DESTROY,
+            {idr(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, MLX5_IB_OBJECT_UAR, Access::Destroy, true)}, false,
+            m_uar_destroy);
+        add(UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR,
+            {idr(UVERBS_ATTR_QUERY_MR_HANDLE, UVERBS_OBJECT_MR, Access::Read, true),
+             out_sized(UVERBS_ATTR_QUERY_MR_RESP_LKEY, u32s, true),
+             out_sized(UVERBS_ATTR_QUERY_MR_RESP_RKEY, u32s, true),
+             out_sized(UVERBS_ATTR_QUERY_MR_RESP_LENGTH, u64s, true),
+             out_sized(UVERBS_ATTR_QUERY_MR_RESP_IOVA, u64s, false)},
+            false, m_query_mr);
         add(UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_MR_HANDLE, UVERBS_OBJECT_MR, Access::Destroy, true)}, false, m_mr_destroy);
         add(UVERBS_OBJECT_AH, UVERBS_METHOD_AH_DESTROY,
@@ -1085,14 +1139,14 @@ int run(Context& c, uint64_t arg) {
 
 }  // namespace
 
-int uverbs_ioctl(Context& c, unsigned long request, void* arg) {
+int uverbs_ioctl(Context& c, unsigned long request, void* arg, int fd) {
     switch (request) {
     case FIOCLEX:
     case FIONCLEX:
     case FIONBIO:
     case FIOASYNC:
         // handled by the VFS for every file, before any driver sees them
-        return libc().ioctl(c.fd, request, arg) < 0 ? -errno : 0;
+        return libc().ioctl(fd < 0 ? c.fd : fd, request, arg) < 0 ? -errno : 0;
     case RDMA_VERBS_IOCTL: break;
     default: return -ENOTTY;
     }

@@ -76,8 +76,7 @@ int cmd_get_context(Cmd& m) {
     if (put_out(m.resp, sizeof r, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d)) {
         // as the kernel: no context and no async fd when the answer cannot
         // be delivered (the application never learnt the fd)
-        m.c.async.reset();
-        libc().close(fd);
+        drop_async_fd(m.c, fd);
         m.c.have_ucontext = false;
         return -EFAULT;
     }

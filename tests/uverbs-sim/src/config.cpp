@@ -207,6 +207,10 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         if (!ok)
             return "pci must be DDDD:BB:DD.F";
         d.pci_addr = a;
+    } else if (k == "uar_objects") {
+        if (v != "on" && v != "off")
+            return "uar_objects must be on or off";
+        d.uar_objects = v == "on";
     } else if (k == "atomics") {
         if (v != "on" && v != "off")
             return "atomics must be on or off";

@@ -2138,7 +2138,8 @@ void device_fatal() {
     for (auto& [qpn, qp] : sim().qps)
         set_error(*qp);
     for (auto& [fd, c] : sim().files)
-        c->async_event(0, IBV_EVENT_DEVICE_FATAL);
+        if (c->fd == fd)  // once per file, not per dup of it
+            c->async_event(0, IBV_EVENT_DEVICE_FATAL);
     UVSIM_TRACE("fault: device fatal");
 }
 

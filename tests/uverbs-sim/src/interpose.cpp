@@ -80,6 +80,27 @@ int path_stat(int (*real)(const char*, struct stat*), const char* path, struct s
     return real(m.empty() ? path : m.c_str(), st);
 }
 
+// The end of every dup-like call: an emulated file's new fd is its file
+// too, or the call fails (EMFILE) when the registry cannot hold the fd.
+int dup_result(int oldfd, int newfd) {
+    if (newfd < 0 || fd_kind(oldfd) == FdKind::None)
+        return newfd;
+    if (newfd >= kMaxFd) {
+        libc().close(newfd);
+        errno = EMFILE;
+        return -1;
+    }
+    uverbs_dup(oldfd, newfd);
+    return newfd;
+}
+
+// dup2/dup3 onto an emulated fd close it (when oldfd is open, so that the
+// call will succeed).
+void replaced(int oldfd, int newfd) {
+    if (oldfd != newfd && fd_kind(newfd) != FdKind::None && libc().fcntl(oldfd, F_GETFD) >= 0)
+        uverbs_close(newfd);
+}
+
 int do_open(const char* path, int flags, mode_t mode) {
     if (path && path[0] == '/') {
         int idx = cdev_index_of(path);
@@ -255,7 +276,7 @@ __attribute__((visibility("default"))) int ioctl(int fd, unsigned long request, 
         std::lock_guard<std::recursive_mutex> g(sim().mu);
         auto it = sim().files.find(fd);
         if (it != sim().files.end()) {
-            int r = uverbs_ioctl(*it->second, request, arg);
+            int r = uverbs_ioctl(*it->second, request, arg, fd);
             if (r < 0) {
                 errno = -r;
                 return -1;
@@ -298,6 +319,48 @@ __attribute__((visibility("default"))) void* mmap(void* addr, size_t len, int pr
 }
 __attribute__((visibility("default"))) void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
     return mmap(addr, len, prot, flags, fd, off);
+}
+
+// dup and its kin: the new fd is the same file, so it reaches the same
+// context, as ibv_import_device expects of a dup'd cmd fd. An emulated fd
+// that dup2/dup3 replace is closed first, as the kernel closes it.
+__attribute__((visibility("default"))) int dup(int fd) {
+    static auto real = next<int (*)(int)>("dup");
+    return dup_result(fd, real(fd));
+}
+
+__attribute__((visibility("default"))) int dup2(int oldfd, int newfd) {
+    static auto real = next<int (*)(int, int)>("dup2");
+    replaced(oldfd, newfd);
+    const int r = real(oldfd, newfd);
+    return oldfd == newfd ? r : dup_result(oldfd, r);
+}
+
+__attribute__((visibility("default"))) int dup3(int oldfd, int newfd, int flags) {
+    static auto real = next<int (*)(int, int, int)>("dup3");
+    replaced(oldfd, newfd);
+    return dup_result(oldfd, real(oldfd, newfd, flags));
+}
+
+// glibc 2.28 and later bind fcntl calls to fcntl64; older binaries to fcntl.
+__attribute__((visibility("default"))) int fcntl64(int fd, int cmd, ...) {
+    static auto real = next<int (*)(int, int, ...)>("fcntl64");
+    va_list ap;
+    va_start(ap, cmd);
+    // every fcntl argument is an int or a pointer: one register either way
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    const int r = real(fd, cmd, arg);
+    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? dup_result(fd, r) : r;
+}
+
+__attribute__((visibility("default"))) int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    const int r = libc().fcntl(fd, cmd, arg);
+    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC ? dup_result(fd, r) : r;
 }
 
 __attribute__((visibility("default"))) int close(int fd) {

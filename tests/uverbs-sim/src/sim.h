@@ -77,6 +77,10 @@ struct DevCfg {
     uint32_t max_ah = 0x7fffffff;
     uint32_t max_inline = 1024;  // inline data a QP may ask for (mlx5_ib: bounded by the WQE size only)
     uint32_t dyn_uars = 32;  // dynamic UAR pages a ucontext may map (0: none)
+    // The UAR object of mlx5_ib since Linux 5.8: a library that offers
+    // MLX5_LIB_CAP_DYN_UAR gets no static UARs and allocates each UAR as an
+    // object. Off: an older kernel, which keeps static UARs for everyone.
+    bool uar_objects = true;
     bool atomics = true;
     // Scatter-to-CQE as mlx5_ib configures it for QPs that ask: small
     // receives (RC, UC) and read/atomic results (RC signaling every WR)
@@ -171,7 +175,7 @@ const Libc& libc();
 struct Context;
 struct Device;
 
-enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd };
+enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd, Uar };
 
 struct Object {
     ObjType type;
@@ -305,6 +309,15 @@ struct Ah : Object {
     Ah() : Object(ObjType::Ah) {}
 };
 
+// A UAR allocated as an object (MLX5_IB_METHOD_UAR_OBJ_ALLOC): one page
+// of doorbell registers, mapped at the offset of its mmap entry.
+struct Uar : Object {
+    uint32_t alloc_type = 0;  // MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF or _NC
+    uint32_t page_id = 0;  // the device's UAR index (what QPs and CQs name)
+    uint32_t entry = 0;  // the mmap entry's index
+    Uar() : Object(ObjType::Uar) {}
+};
+
 struct QpEngine;  // engine.cpp
 
 struct Qp : Object {
@@ -356,10 +369,13 @@ struct Qp : Object {
 
 // One ib_ucontext: an open /dev/infiniband/uverbsN file after GET_CONTEXT.
 struct Context {
-    int fd = -1;  // the application's cmd fd
+    int fd = -1;  // one of the application's fds open on the file
     Device* dev = nullptr;
     bool have_ucontext = false;
-    std::shared_ptr<EventFile> async;
+    std::shared_ptr<EventFile> async;  // the first async event file: object events go here
+    // Further async files (ASYNC_EVENT_ALLOC again, as an imported context
+    // does): the device-wide events reach them too.
+    std::vector<std::shared_ptr<EventFile>> more_async;
     uint32_t next_handle = 1;
     std::map<uint32_t, std::unique_ptr<Object>> objects;
     uint32_t tot_bfregs = 0, num_uars = 0;
@@ -367,6 +383,13 @@ struct Context {
     uint32_t num_dyn_uars = 0;
     std::vector<bool> dyn_uar_mapped;
     uint8_t cqe_version = 0;
+    // The library offered dynamic UARs and the kernel took the offer: no
+    // static UAR pages; QPs and CQs name UAR objects by their page id.
+    bool lib_uar_dyn = false;
+    uint32_t next_uar_entry = 0;
+    // The mlx5 ucontext response GET_CONTEXT gave (QUERY_CONTEXT answers it
+    // again: what the file's context was granted)
+    std::vector<uint8_t> uctx_resp;
     std::vector<std::pair<uint64_t, size_t>> mappings;  // mmaps of this file
 
     template <class T>
@@ -395,7 +418,9 @@ struct Device {
 struct Sim {
     std::recursive_mutex mu;
     std::vector<Device> devices;
-    std::map<int, std::unique_ptr<Context>> files;  // cmd fd -> context
+    // cmd fd -> the context of its file; fds made by dup() share it, as
+    // they share the kernel's file (ibv_import_device relies on that)
+    std::map<int, std::shared_ptr<Context>> files;
     std::map<uint32_t, Qp*> qps;  // qpn -> QP (this process)
     std::map<uint32_t, Mr*> mrs_by_lkey;  // lkey (== rkey) -> MR
     std::map<uint32_t, Mw*> mws_by_index;  // mkey index (key >> 8) -> MW
@@ -405,6 +430,7 @@ struct Sim {
     uint32_t slot = 0;  // host-wide process slot (QPN/CQN high bits)
     uint32_t next_qp = 1, next_cq = 1, next_srq = 1, next_pd = 1, next_key = 1;
     uint8_t mkey_variant = 0;  // variant byte of the next window's key
+    uint32_t next_uar_page = 16;  // device UAR indexes of UAR objects (below: the kernel's own)
 };
 Sim& sim();
 
@@ -421,10 +447,15 @@ FdKind fd_kind(int fd);
 // The command decoders (cmd_write.cpp, cmd_ioctl.cpp). Both return 0 or a
 // negative errno; write returns the byte count on success.
 ssize_t uverbs_write(Context& c, const void* buf, size_t len);
-int uverbs_ioctl(Context& c, unsigned long request, void* arg);
+// fd: the fd the call came through (the VFS's own ioctls act on it); -1:
+// the context's.
+int uverbs_ioctl(Context& c, unsigned long request, void* arg, int fd = -1);
 void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t off, int& err);
-// close() of an fd the emulator marked (uverbs file or comp channel)
+// close() of an fd the emulator marked (uverbs file or comp channel): the
+// file goes with the last fd open on it
 void uverbs_close(int fd);
+// newfd (just made by dup, dup2, dup3 or fcntl F_DUPFD) is oldfd's file
+void uverbs_dup(int oldfd, int newfd);
 
 // Sysfs/dev view (sysfs.cpp): the tree root and path mapping.
 const std::string& tree_root();

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -50,6 +51,12 @@ void Context::async_event(uint64_t element, uint32_t event_type) {
     d.element = element;
     d.event_type = event_type;
     async->post(&d, sizeof d);
+    if (event_type == IBV_EVENT_DEVICE_FATAL || event_type == IBV_EVENT_PORT_ACTIVE ||
+        event_type == IBV_EVENT_PORT_ERR || event_type == IBV_EVENT_LID_CHANGE || event_type == IBV_EVENT_PKEY_CHANGE ||
+        event_type == IBV_EVENT_SM_CHANGE || event_type == IBV_EVENT_CLIENT_REREGISTER ||
+        event_type == IBV_EVENT_GID_CHANGE)
+        for (const auto& f : more_async)  // a device event: every async file
+            f->post(&d, sizeof d);
     UVSIM_TRACE("async event %u element 0x%llx", event_type, (unsigned long long)element);
 }
 
@@ -250,18 +257,23 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
         return -EOPNOTSUPP;  // DEVX (PRM commands) is not emulated
     if (req.comp_mask || req.reserved0 || req.reserved1 || req.reserved2)
         return -EOPNOTSUPP;
+    const DevCfg& d = *c.dev->cfg;
+    // A library that offers dynamic UARs gets them (a kernel with the UAR
+    // object): no static pages, and the bfreg counts it asked are not looked at.
+    const bool dyn = d.uar_objects && (req.lib_caps & MLX5_LIB_CAP_DYN_UAR);
     // Static UARs: each 4 KiB UAR page carries two usable bfregs.
     constexpr uint32_t kBfregsPerPage = 2;
     constexpr uint32_t kMaxBfregs = 512 * kBfregsPerPage;
     uint32_t total = req.total_num_bfregs ? req.total_num_bfregs : kBfregsPerPage;
     total = (total + kBfregsPerPage - 1) / kBfregsPerPage * kBfregsPerPage;
-    if (total > kMaxBfregs)
+    if (dyn)
+        total = 0;
+    else if (total > kMaxBfregs)
         return -ENOMEM;
-    if (req.num_low_latency_bfregs > total - 1)
+    else if (req.num_low_latency_bfregs > total - 1)
         return -EINVAL;
     if (!wire_attach())
         return -EIO;
-    const DevCfg& d = *c.dev->cfg;
     memset(&resp, 0, sizeof resp);
     resp.qp_tab_size = 1u << 18;
     resp.bf_reg_size = 512;
@@ -284,13 +296,17 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
     resp.num_uars_per_page = 1;
     // Dynamic UARs: pages of two bfregs each, mapped on demand (the
     // reference's thread domains take one).
-    resp.num_dyn_bfregs = d.dyn_uars * kBfregsPerPage;
+    // (the kernel counts none when the library takes UAR objects)
+    const uint32_t legacy_dyn = dyn ? 0 : d.dyn_uars;
+    resp.num_dyn_bfregs = legacy_dyn * kBfregsPerPage;
     c.have_ucontext = true;
+    c.lib_uar_dyn = dyn;
     c.tot_bfregs = total;
     c.num_uars = total / kBfregsPerPage;
-    c.num_dyn_uars = d.dyn_uars;
-    c.dyn_uar_mapped.assign(d.dyn_uars, false);
+    c.num_dyn_uars = legacy_dyn;
+    c.dyn_uar_mapped.assign(legacy_dyn, false);
     c.cqe_version = resp.cqe_version;
+    c.uctx_resp.assign(reinterpret_cast<const uint8_t*>(&resp), reinterpret_cast<const uint8_t*>(&resp + 1));
     UVSIM_TRACE("get_context: bfregs %u (low latency %u) lib_caps 0x%llx cqe_version %u", total,
                 req.num_low_latency_bfregs, (unsigned long long)req.lib_caps, c.cqe_version);
     engine_start();
@@ -298,14 +314,22 @@ int get_context(Context& c, const void* in, size_t in_len, mlx5_ib_alloc_ucontex
 }
 
 int make_async_fd(Context& c) {
-    if (c.async)
-        return -EINVAL;
     int fd;
     auto f = new_event_file(fd);
     if (!f)
         return -errno;
-    c.async = f;
+    if (c.async)
+        c.more_async.push_back(std::move(f));
+    else
+        c.async = std::move(f);
     return fd;
+}
+
+void drop_async_fd(Context& c, int fd) {
+    if (c.async && c.async->app_fd == fd)
+        c.async.reset();
+    std::erase_if(c.more_async, [&](const auto& f) { return f->app_fd == fd; });
+    libc().close(fd);
 }
 
 // ------------------------------------------------------------- clocks
@@ -408,6 +432,51 @@ void clock_pages_tick() {
         write_clock_info(m, now);
 }
 
+namespace {
+
+// mlx5_ib's mmap entries (UAR objects) start at this command number; the
+// entry index is encoded as the kernel encodes it (8 bits beside the
+// command, the rest above it).
+constexpr uint32_t kUarEntryCmd = 9;
+// mlx5_ib's "no bfreg" (a QP on a UAR object has none)
+constexpr uint32_t kInvalidBfreg = 1u << 31;
+
+}  // namespace
+
+int alloc_uar(Context& c, uint32_t type, uint32_t& handle, uint64_t& mmap_offset, uint32_t& length, uint32_t& page_id) {
+    if (type != MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF && type != MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC)
+        return -EOPNOTSUPP;
+    if (c.next_uar_entry > 0xffff)
+        return -ENOMEM;
+    auto u = std::make_unique<Uar>();
+    u->alloc_type = type;
+    // (the device's UAR indexes are 24 bits)
+    u->page_id = sim().next_uar_page++ & 0xffffff;
+    u->entry = c.next_uar_entry++;
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    mmap_offset = (((u->entry >> 8) << 16) | (kUarEntryCmd << 8) | (u->entry & 0xff)) * page;
+    length = static_cast<uint32_t>(page);
+    page_id = u->page_id;
+    handle = c.add(std::move(u));
+    UVSIM_TRACE("alloc_uar %s page %u mmap 0x%llx", type == MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF ? "bf" : "nc", page_id,
+                (unsigned long long)mmap_offset);
+    return 0;
+}
+
+int destroy_uar(Context& c, uint32_t handle) {
+    if (!c.get<Uar>(handle, ObjType::Uar))
+        return -ENOENT;
+    c.objects.erase(handle);
+    return 0;
+}
+
+const Uar* uar_by_page(const Context& c, uint32_t page_id) {
+    for (const auto& [h, o] : c.objects)
+        if (o->type == ObjType::Uar && static_cast<const Uar&>(*o).page_id == page_id)
+            return static_cast<const Uar*>(o.get());
+    return nullptr;
+}
+
 void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t off, int& err) {
     const long page = sysconf(_SC_PAGESIZE);
     if (!c.have_ucontext || (off % page) != 0 || len == 0 || (flags & MAP_SHARED) == 0) {
@@ -455,6 +524,17 @@ void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t
     case 1:  // MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES: mlx5_ib has none to give
         err = ENOSYS;
         return MAP_FAILED;
+    case kUarEntryCmd: {
+        // the entry of a UAR object: its one page
+        const bool found = std::any_of(c.objects.begin(), c.objects.end(), [&](const auto& o) {
+            return o.second->type == ObjType::Uar && static_cast<const Uar&>(*o.second).entry == index;
+        });
+        if (!found || len != static_cast<size_t>(page)) {
+            err = EINVAL;
+            return MAP_FAILED;
+        }
+        break;
+    }
     default: err = EINVAL; return MAP_FAILED;
     }
     // A UAR page: ordinary shared memory. Doorbells and BlueFlame copies
@@ -797,6 +877,10 @@ int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, 
     }
     if (a.drv.flags & ~uint16_t(MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD | MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX))
         return -EOPNOTSUPP;
+    // The CQ's doorbell UAR: a UAR object by page id, else the first static
+    // page, which a context with UAR objects does not have.
+    if (a.drv.flags & MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX ? !uar_by_page(c, a.drv.uar_page_index) : c.lib_uar_dyn)
+        return -EINVAL;
     const uint32_t n = cq_ring_entries(a.cqe, d.max_cqe);
     if (!n)
         return -EINVAL;
@@ -1037,10 +1121,18 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         return -EINVAL;  // (64-byte page-offset quanta, as for CQs)
     // MLX5_QP_FLAG_BFREG_INDEX names a dynamic bfreg (two per dynamic UAR
     // page), whose page this context must have mapped.
-    if (u.flags & MLX5_QP_FLAG_BFREG_INDEX) {
-        const uint32_t page = u.bfreg_index / 2;
-        if (page >= c.num_dyn_uars || !c.dyn_uar_mapped[page])
+    // MLX5_QP_FLAG_UAR_PAGE_INDEX names a UAR object of this context by its
+    // page id. Without either flag the kernel picks a static bfreg, which a
+    // context with UAR objects does not have.
+    if (u.flags & MLX5_QP_FLAG_UAR_PAGE_INDEX) {
+        if (!uar_by_page(c, u.bfreg_index))
             return -EINVAL;
+    } else if (u.flags & MLX5_QP_FLAG_BFREG_INDEX) {
+        const uint32_t page = u.bfreg_index / 2;
+        if (c.lib_uar_dyn || page >= c.num_dyn_uars || !c.dyn_uar_mapped[page])
+            return -EINVAL;
+    } else if (c.lib_uar_dyn) {
+        return -EINVAL;
     }
     auto qp = std::make_unique<Qp>();
     qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
@@ -1080,7 +1172,10 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     memset(&drv, 0, sizeof drv);
     // bfreg numbering is 4 per UAR page (2 used): 0 = no BlueFlame, 1 = the
     // first medium-latency register
-    drv.bfreg_index = (u.flags & MLX5_QP_FLAG_BFREG_INDEX) ? u.bfreg_index : 1;
+    // (none for a UAR object: the kernel answers MLX5_IB_INVALID_BFREG)
+    drv.bfreg_index = (u.flags & MLX5_QP_FLAG_UAR_PAGE_INDEX) ? kInvalidBfreg
+        : (u.flags & MLX5_QP_FLAG_BFREG_INDEX)                ? u.bfreg_index
+                                                              : 1;
     ++pd->usecnt;
     ++scq->usecnt;
     ++rcq->usecnt;
@@ -1537,9 +1632,42 @@ void uverbs_close(int fd) {
     auto it = sim().files.find(fd);
     if (it == sim().files.end())
         return;
-    destroy_context(*it->second);
+    std::shared_ptr<Context> c = std::move(it->second);
     sim().files.erase(it);
+    if (c.use_count() > 1) {
+        // another fd is open on the file: the context stays, known by one
+        // of the fds left
+        if (c->fd == fd)
+            for (const auto& [f, o] : sim().files)
+                if (o == c) {
+                    c->fd = f;
+                    break;
+                }
+        UVSIM_TRACE("close uverbs fd %d (the file stays open as fd %d)", fd, c->fd);
+        return;
+    }
+    destroy_context(*c);
     UVSIM_TRACE("close uverbs fd %d", fd);
+}
+
+void uverbs_dup(int oldfd, int newfd) {
+    std::lock_guard<std::recursive_mutex> g(sim().mu);
+    const FdKind k = fd_kind(oldfd);
+    if (k == FdKind::Uverbs) {
+        auto it = sim().files.find(oldfd);
+        if (it == sim().files.end())
+            return;
+        sim().files[newfd] = it->second;
+    } else if (k == FdKind::Event) {
+        auto it = sim().channels.find(oldfd);
+        if (it == sim().channels.end())
+            return;
+        sim().channels[newfd] = it->second;
+    } else {
+        return;
+    }
+    fd_mark(newfd, k);
+    UVSIM_TRACE("dup fd %d -> fd %d", oldfd, newfd);
 }
 
 }  // namespace uvsim

@@ -26,8 +26,15 @@ inline const std::vector<GidEntry>& port_gids(const PortCfg& p) { return p.gids;
 // struct; the caller copies what fits).
 int get_context(Context& c, const void* driver_in, size_t in_len, mlx5_ib_alloc_ucontext_resp& resp);
 int make_async_fd(Context& c);  // returns the application's fd or -errno
+void drop_async_fd(Context& c, int fd);  // undoes make_async_fd (and closes fd)
 
 // ---- simple objects
+// MLX5_IB_OBJECT_UAR: a UAR page and the mmap offset that maps it.
+int alloc_uar(Context& c, uint32_t type, uint32_t& handle, uint64_t& mmap_offset, uint32_t& length, uint32_t& page_id);
+int destroy_uar(Context& c, uint32_t handle);
+// The UAR object of this context with that page id (QP/CQ creation), or null.
+const Uar* uar_by_page(const Context& c, uint32_t page_id);
+
 int alloc_pd(Context& c, uint32_t& handle, uint32_t& pdn);
 int dealloc_pd(Context& c, uint32_t handle);
 int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t iova, uint32_t access, uint32_t& handle,

@@ -13,15 +13,19 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <map>
+#include <vector>
+#include <memory>
 #include <random>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <tuple>
 #include <unistd.h>
 
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/mlx5_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 using namespace uvsim;
@@ -104,10 +108,14 @@ struct File {
         fd_mark(fd, FdKind::Uverbs);
     }
     ~File() {
-        const int afd = c->async ? c->async->app_fd : -1;
+        std::vector<int> afds;
+        if (c->async)
+            afds.push_back(c->async->app_fd);
+        for (const auto& a : c->more_async)
+            afds.push_back(a->app_fd);
         uverbs_close(fd);
         ::close(fd);
-        if (afd >= 0)
+        for (int afd : afds)
             ::close(afd);
     }
     int ioctl(unsigned long req, void* arg) const {
@@ -170,10 +178,11 @@ protected:
     Arena ar;
 
     // GET_CONTEXT (+ ASYNC_EVENT_ALLOC) on f; returns the ucontext response
-    mlx5_ib_alloc_ucontext_resp open_ctx(File& f, bool async = true) {
+    mlx5_ib_alloc_ucontext_resp open_ctx(File& f, bool async = true, uint64_t lib_caps = 0) {
         auto* req = ar.alloc<mlx5_ib_alloc_ucontext_req_v2>(sizeof(mlx5_ib_alloc_ucontext_req_v2));
         req->total_num_bfregs = 4;
         req->max_cqe_version = 1;
+        req->lib_caps = lib_caps;
         auto* resp = ar.alloc<mlx5_ib_alloc_ucontext_resp>(sizeof(mlx5_ib_alloc_ucontext_resp));
         auto* ncomp = ar.alloc<uint32_t>(4);
         auto* core = ar.alloc<uint64_t>(8);
@@ -207,11 +216,16 @@ protected:
         int r;
         uint32_t handle, cqe, cqn;
     };
-    CqOut make_cq(File& f, uint32_t cqe = 15, int channel = -1) {
+    // uar_page: the UAR object the CQ's doorbells name (-1: none)
+    CqOut make_cq(File& f, uint32_t cqe = 15, int channel = -1, int64_t uar_page = -1) {
         auto* drv = ar.alloc<mlx5_ib_create_cq>(sizeof(mlx5_ib_create_cq));
         drv->buf_addr = Arena::a(ar.alloc(16 * 64, 4096));
         drv->db_addr = Arena::a(ar.alloc(8, 64));
         drv->cqe_size = 64;
+        if (uar_page >= 0) {
+            drv->flags |= MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX;
+            drv->uar_page_index = static_cast<uint16_t>(uar_page);
+        }
         auto* rc = ar.alloc<uint32_t>(4);
         auto* d = ar.alloc<mlx5_ib_create_cq_resp>(sizeof(mlx5_ib_create_cq_resp));
         Req r(ar, UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE);
@@ -306,7 +320,6 @@ TEST_F(Ioctl, UnknownObjectOrMethodIsEprotonosupport) {
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC).run(f), -EPROTONOSUPPORT);
     // mlx5 driver objects and methods not offered
     EXPECT_EQ(Req(ar, MLX5_IB_OBJECT_DEVX, MLX5_IB_METHOD_DEVX_QUERY_EQN).run(f), -EPROTONOSUPPORT);
-    EXPECT_EQ(Req(ar, MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_ALLOC).run(f), -EPROTONOSUPPORT);
     EXPECT_EQ(Req(ar, MLX5_IB_OBJECT_VAR, MLX5_IB_METHOD_VAR_OBJ_ALLOC).run(f), -EPROTONOSUPPORT);
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_DEVICE, MLX5_IB_METHOD_QUERY_PORT).run(f), -EPROTONOSUPPORT);
 }
@@ -591,6 +604,155 @@ TEST_F(Ioctl, QueryContext) {
     EXPECT_EQ(uctx->tot_bfregs, first.tot_bfregs);
     EXPECT_EQ(uctx->cqe_version, first.cqe_version);
     EXPECT_EQ(uctx->qp_tab_size, first.qp_tab_size);
+}
+
+// A library offering dynamic UARs gets UAR objects instead of static
+// pages (mlx5_ib since 5.8): no static bfregs, objects by type, each page
+// mapped at the offset its allocation answered; CQs must name one.
+TEST_F(Ioctl, UarObjects) {
+    File f(0);
+    mlx5_ib_alloc_ucontext_resp first = open_ctx(f, true, MLX5_LIB_CAP_4K_UAR | MLX5_LIB_CAP_DYN_UAR);
+    EXPECT_EQ(first.tot_bfregs, 0u);
+    EXPECT_EQ(first.num_dyn_bfregs, 0u);
+    EXPECT_TRUE(f.c->lib_uar_dyn);
+    struct Out {
+        int r;
+        uint32_t handle;
+        uint64_t offset;
+        uint32_t length, page_id;
+    };
+    auto alloc = [&](uint64_t type) {
+        auto* off = ar.alloc<uint64_t>(8);
+        auto* len = ar.alloc<uint32_t>(4);
+        auto* page = ar.alloc<uint32_t>(4);
+        Req r(ar, MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_ALLOC);
+        auto& h = r.obj(MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, 0);
+        r.cnst(MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, type);
+        r.out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, off, 8);
+        r.out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, len, 4);
+        r.out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, page, 4);
+        return Out{r.run(f), static_cast<uint32_t>(h.data), *off, *len, *page};
+    };
+    const long pg = sysconf(_SC_PAGESIZE);
+    Out nc = alloc(MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC), bf = alloc(MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF);
+    ASSERT_EQ(nc.r, 0);
+    ASSERT_EQ(bf.r, 0);
+    EXPECT_EQ(nc.length, uint32_t(pg));
+    EXPECT_NE(nc.page_id, bf.page_id);
+    EXPECT_NE(nc.offset, bf.offset);
+    EXPECT_EQ(alloc(2).r, -EOPNOTSUPP);
+    // the pages map at their offsets, one page long; nothing else does
+    int err = 0;
+    void* p = uverbs_mmap(*f.c, nullptr, pg, PROT_WRITE, MAP_SHARED, static_cast<off_t>(bf.offset), err);
+    ASSERT_NE(p, MAP_FAILED);
+    munmap(p, pg);
+    EXPECT_EQ(uverbs_mmap(*f.c, nullptr, 2 * pg, PROT_WRITE, MAP_SHARED, static_cast<off_t>(bf.offset), err),
+              MAP_FAILED);
+    EXPECT_EQ(err, EINVAL);
+    EXPECT_EQ(uverbs_mmap(*f.c, nullptr, pg, PROT_WRITE, MAP_SHARED, static_cast<off_t>(bf.offset + 16 * pg), err),
+              MAP_FAILED);
+    // no static page 0: a CQ names its UAR object, a known one
+    EXPECT_EQ(uverbs_mmap(*f.c, nullptr, pg, PROT_WRITE, MAP_SHARED, 0, err), MAP_FAILED);
+    EXPECT_EQ(make_cq(f).r, -EINVAL);
+    EXPECT_EQ(make_cq(f, 15, -1, nc.page_id + 1000).r, -EINVAL);
+    EXPECT_EQ(make_cq(f, 15, -1, nc.page_id).r, 0);
+    // QUERY_CONTEXT answers what GET_CONTEXT granted
+    auto* uctx = ar.alloc<mlx5_ib_alloc_ucontext_resp>(sizeof(mlx5_ib_alloc_ucontext_resp));
+    Req q(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT);
+    q.out(MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, uctx, sizeof *uctx);
+    ASSERT_EQ(q.run(f), 0);
+    EXPECT_EQ(0, memcmp(uctx, &first, sizeof first));
+    // destroyed, the page id is no one's
+    Req d(ar, MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_DESTROY);
+    d.obj(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, bf.handle);
+    EXPECT_EQ(d.run(f), 0);
+    EXPECT_EQ(uar_by_page(*f.c, bf.page_id), nullptr);
+    EXPECT_EQ(uverbs_mmap(*f.c, nullptr, pg, PROT_WRITE, MAP_SHARED, static_cast<off_t>(bf.offset), err), MAP_FAILED);
+}
+
+// QUERY_MR (ibv_import_mr): keys, length and the optional iova.
+TEST_F(Ioctl, QueryMr) {
+    File f(0);
+    open_ctx(f);
+    const uint32_t pd = make_pd(f);
+    void* buf = ar.alloc(8192, 4096);
+    uint32_t h, lkey, rkey;
+    {
+        std::lock_guard<std::recursive_mutex> g(sim().mu);
+        ASSERT_EQ(reg_mr(*f.c, pd, Arena::a(buf), 8192, 0x10000, IBV_ACCESS_LOCAL_WRITE, h, lkey, rkey), 0);
+    }
+    auto query = [&](uint32_t handle, bool iova) {
+        auto* l = ar.alloc<uint32_t>(4);
+        auto* r = ar.alloc<uint32_t>(4);
+        auto* len = ar.alloc<uint64_t>(8);
+        auto* va = ar.alloc<uint64_t>(8);
+        Req q(ar, UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR);
+        q.obj(UVERBS_ATTR_QUERY_MR_HANDLE, handle);
+        q.out(UVERBS_ATTR_QUERY_MR_RESP_LKEY, l, 4);
+        q.out(UVERBS_ATTR_QUERY_MR_RESP_RKEY, r, 4);
+        q.out(UVERBS_ATTR_QUERY_MR_RESP_LENGTH, len, 8);
+        if (iova)
+            q.out(UVERBS_ATTR_QUERY_MR_RESP_IOVA, va, 8);
+        const int e = q.run(f);
+        return std::tuple{e, *l, *r, *len, *va};
+    };
+    EXPECT_EQ(query(h, true), std::tuple(0, lkey, rkey, uint64_t(8192), uint64_t(0x10000)));
+    EXPECT_EQ(std::get<0>(query(h, false)), 0);
+    EXPECT_EQ(std::get<0>(query(h + 100, true)), -ENOENT);
+    EXPECT_EQ(std::get<0>(query(pd, true)), -EINVAL);  // a PD is no MR (one handle space, as the kernel's)
+}
+
+// Every ASYNC_EVENT_ALLOC makes a file (an imported context has its own):
+// the first gets the events of objects, every one those of the device.
+TEST_F(Ioctl, SecondAsyncFile) {
+    File f(0);
+    open_ctx(f);
+    Req a(ar, UVERBS_OBJECT_ASYNC_EVENT, UVERBS_METHOD_ASYNC_EVENT_ALLOC);
+    auto& fa = a.add(UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, 0, 0);
+    ASSERT_EQ(a.run(f), 0);
+    const int second = static_cast<int>(fa.data_s64);
+    ASSERT_EQ(f.c->more_async.size(), 1u);
+    EXPECT_EQ(second, f.c->more_async[0]->app_fd);
+    f.c->async_event(7, IBV_EVENT_QP_FATAL);
+    f.c->async_event(1, IBV_EVENT_PORT_ERR);
+    ib_uverbs_async_event_desc d{};
+    EXPECT_EQ(recv(f.c->async->app_fd, &d, sizeof d, MSG_DONTWAIT), ssize_t(sizeof d));
+    EXPECT_EQ(d.event_type, uint32_t(IBV_EVENT_QP_FATAL));
+    EXPECT_EQ(recv(f.c->async->app_fd, &d, sizeof d, MSG_DONTWAIT), ssize_t(sizeof d));
+    EXPECT_EQ(d.event_type, uint32_t(IBV_EVENT_PORT_ERR));
+    EXPECT_EQ(recv(second, &d, sizeof d, MSG_DONTWAIT), ssize_t(sizeof d));
+    EXPECT_EQ(d.event_type, uint32_t(IBV_EVENT_PORT_ERR));
+    EXPECT_EQ(recv(second, &d, sizeof d, MSG_DONTWAIT), -1);
+}
+
+// A dup'd fd is the same file: its context lives until the last fd closes.
+TEST_F(Ioctl, DupSharesTheFile) {
+    auto f = std::make_unique<File>(0);
+    open_ctx(*f);
+    const uint32_t pd = make_pd(*f);
+    const int d = ::dup(f->fd);
+    ASSERT_GE(d, 0);
+    uverbs_dup(f->fd, d);
+    {
+        std::lock_guard<std::recursive_mutex> g(sim().mu);
+        ASSERT_EQ(sim().files.count(d), 1u);
+        EXPECT_EQ(sim().files[d].get(), f->c);
+    }
+    EXPECT_EQ(fd_kind(d), FdKind::Uverbs);
+    // the first fd goes: the PD is still there, known through the dup
+    const int first = f->fd;
+    uverbs_close(first);
+    ::close(first);
+    {
+        std::lock_guard<std::recursive_mutex> g(sim().mu);
+        ASSERT_EQ(sim().files.count(d), 1u);
+        EXPECT_EQ(sim().files[d]->fd, d);
+        EXPECT_NE(sim().files[d]->get<Pd>(pd, ObjType::Pd), nullptr);
+    }
+    f->fd = d;  // the File closes what is left
+    f.reset();
+    std::lock_guard<std::recursive_mutex> g(sim().mu);
+    EXPECT_EQ(sim().files.count(d), 0u);
 }
 
 TEST_F(Ioctl, QueryPort) {

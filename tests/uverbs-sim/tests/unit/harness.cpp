@@ -142,16 +142,19 @@ File::File(int dev_index) {
 }
 
 File::~File() {
-    int async_fd = -1;
+    // the application's ends of the async files (every one it allocated)
+    std::vector<int> async_fds;
     {
         std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
         if (ctx_->async)
-            async_fd = ctx_->async->app_fd;
+            async_fds.push_back(ctx_->async->app_fd);
+        for (const auto& a : ctx_->more_async)
+            async_fds.push_back(a->app_fd);
     }
     uvsim::uverbs_close(fd_);  // destroys the context, as close() does
     close(fd_);
-    if (async_fd >= 0)
-        close(async_fd);
+    for (int fd : async_fds)
+        close(fd);
 }
 
 ssize_t File::write(const void* buf, size_t len) const {

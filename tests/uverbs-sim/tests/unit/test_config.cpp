@@ -100,6 +100,12 @@ TEST(Config, CqeCompression) {
     EXPECT_EQ(parse_ok("device a\ncqe_compression 1000\n").devices[0].cqe_comp_max_num, 1000u);
 }
 
+TEST(Config, UarObjects) {
+    EXPECT_TRUE(parse_ok("device a\n").devices[0].uar_objects);
+    EXPECT_FALSE(parse_ok("device a\nuar_objects off\n").devices[0].uar_objects);
+    EXPECT_NE(parse_err("device a\nuar_objects maybe\n").find("uar_objects must be on or off"), std::string::npos);
+}
+
 TEST(Config, PortsCopiesTheFirstPort) {
     Config c = parse_ok("device a\nlink_layer roce\nports 2\n");
     ASSERT_EQ(c.devices[0].ports.size(), 2u);
