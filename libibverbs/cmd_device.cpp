@@ -141,6 +141,24 @@ int Context::init_kernel_context(const void* drv_in, size_t in_len, void* drv_ou
     return 0;
 }
 
+int Context::import_kernel_context(uint16_t drv_attr, void* drv_out, size_t out_len) {
+    ibv_context& c = *ibv();
+    uint32_t num_comp_vectors = 0;
+    uint64_t core_support = 0;
+    Ioctl<3> cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_CONTEXT, driver_id());
+    cmd.out(UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS, num_comp_vectors);
+    cmd.out(UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, core_support);
+    if (out_len)
+        cmd.ptr_out(drv_attr, drv_out, out_len);
+    if (int e = cmd.execute(c.cmd_fd))
+        return e;
+    c.num_comp_vectors = static_cast<int>(num_comp_vectors);
+    core_support_ = core_support;
+    // events of what this context creates come to an async file of its own
+    c.async_fd = alloc_async_fd(c.cmd_fd, driver_id());
+    return c.async_fd < 0 ? errno : 0;
+}
+
 // Translate the kernel's answers into the public structs.
 static void fill_orig(ibv_device_attr& a, const ib_uverbs_query_device_resp& r) {
     a.node_guid = r.node_guid;

@@ -158,6 +158,27 @@ int Context::cmd_reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, 
     return 0;
 }
 
+int Context::cmd_query_mr(ibv_pd* pd, uint32_t mr_handle, VerbsMr* mr) {
+    uint32_t lkey = 0, rkey = 0;
+    uint64_t length = 0;
+    Ioctl<4> cmd(UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR, driver_id());
+    cmd.idr_in(UVERBS_ATTR_QUERY_MR_HANDLE, mr_handle);
+    cmd.out(UVERBS_ATTR_QUERY_MR_RESP_LKEY, lkey);
+    cmd.out(UVERBS_ATTR_QUERY_MR_RESP_RKEY, rkey);
+    cmd.out(UVERBS_ATTR_QUERY_MR_RESP_LENGTH, length);
+    if (int e = cmd.execute(cmd_fd()))
+        return e;
+    mr->mr.context = ibv();
+    mr->mr.pd = pd;
+    mr->mr.addr = nullptr;  // not the importer's to know (the reference asks no iova)
+    mr->mr.length = length;
+    mr->mr.handle = mr_handle;
+    mr->mr.lkey = lkey;
+    mr->mr.rkey = rkey;
+    mr->access = 0;
+    return 0;
+}
+
 int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access, const Udata& u) {
     ib_uverbs_rereg_mr cmd{};
     cmd.mr_handle = mr->mr.handle;

@@ -210,6 +210,10 @@ public:
     // Run the kernel's GET_CONTEXT (ioctl, write fallback) with optional
     // driver data; fills async_fd and num_comp_vectors.
     int init_kernel_context(const void* drv_in, size_t in_len, void* drv_out, size_t out_len);
+    // The same for a context over a command fd whose user context exists
+    // already (ibv_import_device): QUERY_CONTEXT, the driver's answer in
+    // its attribute drv_attr, and an async fd of this context's own.
+    int import_kernel_context(uint16_t drv_attr, void* drv_out, size_t out_len);
 
     virtual int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size);
     virtual int query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
@@ -298,6 +302,10 @@ public:
                    const Udata& u = {});
     int cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access, const Udata& u = {});
     int cmd_dereg_mr(VerbsMr* mr);
+    // An MR of this command fd's user context by its handle (ibv_import_mr):
+    // keys and length from QUERY_MR; its address stays null, as the
+    // reference leaves it.
+    int cmd_query_mr(ibv_pd* pd, uint32_t mr_handle, VerbsMr* mr);
     int cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata& u = {});
     int cmd_dealloc_mw(ibv_mw* mw);
     // flags: IB_UVERBS_CQ_FLAGS_* for the kernel (0 for none; with flags

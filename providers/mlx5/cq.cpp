@@ -495,6 +495,10 @@ Mlx5Cq* Mlx5Context::new_cq(int cqe, ibv_comp_channel* channel, int comp_vector,
         req.db_addr = reinterpret_cast<uintptr_t>(cq.dbrec_buf.get());
         req.cqe_size = cq.cqe_size;
         req.flags = static_cast<uint16_t>(drv_flags);
+        if (dyn_uar()) {  // the doorbell page: the non-cached UAR object
+            req.flags |= MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX;
+            req.uar_page_index = static_cast<uint16_t>(nc_page_id());
+        }
         if (comp_format) {
             req.cqe_comp_en = 1;
             req.cqe_comp_res_format = comp_format;

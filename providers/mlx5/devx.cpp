@@ -56,12 +56,7 @@ extern "C" int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem*) { return kNoProv
 
 // ---- UAR and VAR pages ----
 
-extern "C" struct mlx5dv_devx_uar* mlx5dv_devx_alloc_uar(struct ibv_context*, uint32_t) {
-    return fail_null<mlx5dv_devx_uar>();
-}
-// Only a UAR this library allocated could be released; there are none.
-extern "C" void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar*) {}
-
+// (mlx5dv_devx_alloc_uar and mlx5dv_devx_free_uar: dv.cpp)
 extern "C" int mlx5dv_devx_uar_export_dmabuf_fd(struct mlx5dv_devx_uar*) {
     errno = EOPNOTSUPP;
     return -1;

@@ -323,6 +323,22 @@ extern "C" int mlx5dv_set_context_attr(struct ibv_context* ctx, enum mlx5dv_set_
     });
 }
 
+extern "C" struct mlx5dv_devx_uar* mlx5dv_devx_alloc_uar(struct ibv_context* ctx, uint32_t flags) {
+    return rdma::entry_null([&]() -> mlx5dv_devx_uar* {
+        if (!is_mlx5_ctx(ctx))
+            return fail_null<mlx5dv_devx_uar>();
+        return to_mctx(ctx)->dv_alloc_uar(flags);
+    });
+}
+
+// The register goes back to its context's pool (a NULL is ignored).
+extern "C" void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar* uar) {
+    rdma::entry_void([&] {
+        if (uar)
+            rdma::mlx5::Mlx5Context::free_devx_uar(uar);
+    });
+}
+
 extern "C" int mlx5dv_get_clock_info(struct ibv_context* ctx, struct mlx5dv_clock_info* out) {
     return rdma::entry_errno([&] { return is_mlx5_ctx(ctx) ? to_mctx(ctx)->clock_info(out) : EOPNOTSUPP; });
 }

@@ -4,8 +4,11 @@
 // mlx5-contract.md for the kernel contract this follows.
 #include "providers/mlx5/mlx5.h"
 
+#include "libibverbs/cmd_ioctl.h"
 #include "util/immortal.h"
 
+#include <rdma/mlx5_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <strings.h>
 #include <sys/mman.h>
@@ -41,10 +44,10 @@ constexpr uint32_t kMaxBfregs = 512 * kBfregsPerUar;
 // CQE layout version 1: every CQE carries the user index of its queue.
 constexpr uint8_t kCqeVersion1 = 1;
 
-// What the library can do with the answer (lib_caps). 4 KiB UARs only: a
-// kernel that also offers dynamic UARs then keeps the static model, where
-// every doorbell page is mapped at open.
-constexpr uint64_t kLibCaps = MLX5_LIB_CAP_4K_UAR;
+// What the library can do with the answer (lib_caps): 4 KiB UARs, and
+// UARs allocated one by one as objects (a kernel with the UAR object then
+// gives no static UARs, and the context can be imported).
+constexpr uint64_t kLibCaps = MLX5_LIB_CAP_4K_UAR | MLX5_LIB_CAP_DYN_UAR;
 
 int env_int(const char* name, int fallback) {
     const char* v = getenv(name);
@@ -125,6 +128,7 @@ void format_fw_ver(uint64_t raw, char* out, size_t len) {
 Mlx5Context::Mlx5Context(Device& device, int cmd_fd) : Context(device, cmd_fd) {}
 
 Mlx5Context::~Mlx5Context() {
+    release_uar_objects();
     for (void* p : uar_pages_)
         munmap(p, static_cast<size_t>(page_size_));
     if (clock_page_)
@@ -322,7 +326,26 @@ void DmaBuf::reset() {
 }
 
 void* Mlx5Context::cq_doorbell() const {
-    return uar_pages_.empty() ? nullptr : static_cast<char*>(uar_pages_[0]) + kCqDoorbellOffset;
+    return cq_uar_reg_ ? static_cast<char*>(cq_uar_reg_) + kCqDoorbellOffset : nullptr;
+}
+
+// The environment, the debug file and the data-path entry points: what
+// every context sets up before it talks to the kernel.
+void Mlx5Context::set_ops() {
+    if (const char* path = getenv("MLX5_DEBUG_FILE"))
+        debug_file_ = fopen(path, "a");
+    gethostname(hostname_, sizeof(hostname_) - 1);
+    ibv_context_ops& ops = ibv()->ops;
+    ops.poll_cq = poll_cq;
+    ops.req_notify_cq = arm_cq;
+    ops.post_send = post_send;
+    ops.post_recv = post_recv;
+    ops.post_srq_recv = post_srq_recv;
+    ops.bind_mw = bind_mw;
+    vctx()->query_rt_values = query_rt_values;
+    vctx()->alloc_parent_domain = alloc_parent_domain_entry;
+    vctx()->alloc_td = alloc_td_entry;
+    vctx()->dealloc_td = dealloc_td_entry;
 }
 
 int Mlx5Context::open(const mlx5dv_context_attr* attr) {
@@ -335,20 +358,35 @@ int Mlx5Context::open(const mlx5dv_context_attr* attr) {
     env_ = read_env();
     if (env_.error)
         return env_.error;
-    if (const char* path = getenv("MLX5_DEBUG_FILE"))
-        debug_file_ = fopen(path, "a");
-    gethostname(hostname_, sizeof(hostname_) - 1);
-    ibv_context_ops& ops = ibv()->ops;
-    ops.poll_cq = poll_cq;
-    ops.req_notify_cq = arm_cq;
-    ops.post_send = post_send;
-    ops.post_recv = post_recv;
-    ops.post_srq_recv = post_srq_recv;
-    ops.bind_mw = bind_mw;
+    set_ops();
     if (int e = get_context(devx_only))
         return e;
-    if (int e = map_uars(page_size_))
+    if (int e = dyn_uar_ ? setup_dyn_uars() : map_uars(page_size_)) {
+        release_uar_objects();
         return e;
+    }
+    probe_device();
+    return 0;
+}
+
+int Mlx5Context::import() {
+    page_size_ = sysconf(_SC_PAGESIZE);
+    env_ = read_env();
+    if (env_.error)
+        return env_.error;
+    set_ops();
+    mlx5_ib_alloc_ucontext_resp resp{};
+    if (int e = import_kernel_context(MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, &resp, sizeof(resp)))
+        return e;
+    // Static UARs are the first context's: its registers cannot be shared.
+    if (resp.tot_bfregs)
+        return EINVAL;
+    if (int e = take_context_answer(resp))
+        return e;
+    if (int e = setup_dyn_uars()) {
+        release_uar_objects();
+        return e;
+    }
     probe_device();
     return 0;
 }
@@ -390,7 +428,10 @@ int Mlx5Context::get_context(bool devx_only) {
     }
     if (!done)
         return err;
+    return take_context_answer(resp);
+}
 
+int Mlx5Context::take_context_answer(const mlx5_ib_alloc_ucontext_resp& resp) {
     caps_.bf_reg_size = resp.bf_reg_size;
     caps_.tot_bfregs = resp.tot_bfregs;
     caps_.cache_line_size = resp.cache_line_size;
@@ -426,10 +467,8 @@ int Mlx5Context::get_context(bool devx_only) {
         map_core_clock(page_size_, resp.hca_core_clock_offset);
     if (caps_.clock_info_versions & (1u << MLX5_IB_CLOCK_INFO_V1))
         map_clock_info(page_size_);
-    vctx()->query_rt_values = query_rt_values;
-    vctx()->alloc_parent_domain = alloc_parent_domain_entry;
-    vctx()->alloc_td = alloc_td_entry;
-    vctx()->dealloc_td = dealloc_td_entry;
+    // No static UARs: the kernel took the offer of dynamic ones.
+    dyn_uar_ = caps_.tot_bfregs == 0;
     return 0;
 }
 
@@ -447,11 +486,6 @@ void Mlx5Context::map_clock_info(long page) {
 // system page; each page mapped once. MLX5_SHUT_UP_BF asks for non-cached
 // mappings first.
 int Mlx5Context::map_uars(long page) {
-    if (caps_.tot_bfregs == 0) {
-        // Dynamic UARs only: this library did not offer DYN_UAR, so a
-        // kernel answering this way is not one it can drive.
-        return EOPNOTSUPP;
-    }
     const uint32_t per_page = uars_per_page_ ? uars_per_page_ : 1;
     const uint32_t uar_bytes = uar_size_log_ ? (1u << uar_size_log_) : static_cast<uint32_t>(page);
     const uint32_t pages = caps_.tot_bfregs / (per_page * kBfregsPerUar);
@@ -495,6 +529,245 @@ int Mlx5Context::map_uars(long page) {
         }
     }
     return 0;
+}
+
+// ------------------------------------------------------------ dynamic UARs
+
+// One UAR object: MLX5_IB_METHOD_UAR_OBJ_ALLOC, then its page mapped
+// write-only at the offset the kernel answered. Kept for the context's
+// life (release_uar_objects).
+int Mlx5Context::alloc_uar_page(uint32_t type, void*& page, uint32_t& page_id, off_t& offset) {
+    uint64_t mmap_offset = 0;
+    uint32_t length = 0;
+    page_id = 0;
+    Ioctl<5> cmd(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_ALLOC, driver_id());
+    ib_uverbs_attr& handle = cmd.idr_out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+    cmd.const_in(MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, type);
+    cmd.out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, mmap_offset);
+    cmd.out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, length);
+    cmd.out(MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, page_id);
+    if (int e = cmd.execute(cmd_fd()))
+        return e;
+    const auto h = static_cast<uint32_t>(handle.data);
+    auto destroy = [&] {
+        Ioctl<1> d(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_DESTROY, driver_id());
+        d.idr_in(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, h);
+        (void)d.execute(cmd_fd());
+    };
+    try {
+        uar_objects_.reserve(uar_objects_.size() + 1);
+    } catch (const std::bad_alloc&) {
+        destroy();
+        return ENOMEM;
+    }
+    void* p = mmap(nullptr, length, PROT_WRITE, MAP_SHARED, cmd_fd(), static_cast<off_t>(mmap_offset));
+    if (p == MAP_FAILED) {
+        const int e = errno ? errno : ENOMEM;
+        destroy();
+        return e;
+    }
+    uar_objects_.push_back(UarObject{h, p});
+    page = p;
+    offset = static_cast<off_t>(mmap_offset);
+    return 0;
+}
+
+void Mlx5Context::release_uar_objects() {
+    for (const UarObject& u : uar_objects_) {
+        munmap(u.page, static_cast<size_t>(page_size_));
+        Ioctl<1> d(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_DESTROY, driver_id());
+        d.idr_in(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, u.handle);
+        (void)d.execute(cmd_fd());
+    }
+    uar_objects_.clear();
+}
+
+// The singleton non-cached page, at open: CQ arm doorbells go to its
+// base, QPs without BlueFlame (MLX5_SHUT_UP_BF, a device that does not
+// write-combine) share its register.
+int Mlx5Context::setup_dyn_uars() {
+    void* page;
+    uint32_t page_id;
+    off_t offset;
+    if (int e = alloc_uar_page(MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC, page, page_id, offset))
+        return e;
+    cq_uar_reg_ = page;
+    nc_bfreg_.base = page;
+    nc_bfreg_.reg = static_cast<char*>(page) + kBfOffset;
+    nc_bfreg_.uar_object = true;
+    nc_bfreg_.page_id = page_id;
+    nc_bfreg_.uar_mmap_offset = offset;
+    nc_bfreg_.shared = !env_.single_threaded;
+    return 0;
+}
+
+// A BlueFlame page as an object: its two registers, for `pool`.
+int Mlx5Context::add_bf_page(Bfreg::Pool pool, std::unique_ptr<Bfreg> (&regs)[2]) {
+    for (auto& r : regs) {
+        r.reset(new (std::nothrow) Bfreg);
+        if (!r)
+            return ENOMEM;
+    }
+    void* page;
+    uint32_t page_id;
+    off_t offset;
+    if (int e = alloc_uar_page(MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF, page, page_id, offset))
+        return e;
+    for (uint32_t k = 0; k < kBfregsPerUar; ++k) {
+        Bfreg& b = *regs[k];
+        b.base = page;
+        b.reg = static_cast<char*>(page) + kBfOffset + k * caps_.bf_reg_size;
+        b.buf_size = caps_.bf_reg_size / 2;
+        b.dv_size = caps_.bf_reg_size / 2;
+        b.uar_mmap_offset = offset;
+        b.uar_object = true;
+        b.page_id = page_id;
+        b.pool = pool;
+        b.shared = pool == Bfreg::Pool::Shared && !env_.single_threaded;
+    }
+    return 0;
+}
+
+// As the reference hands them out: the first low_lat_uuars QPs get a
+// register of their own (a returned one first, oldest first); later QPs
+// share the others, up to total_uuars - low_lat_uuars of them: an unused
+// one first, else a new page while there is room, else the least used
+// (the earliest of those).
+Bfreg* Mlx5Context::acquire_qp_bfreg() {
+    if (env_.shut_up_bf || !caps_.bf_reg_size)
+        return &nc_bfreg_;
+    std::lock_guard guard(uar_mu_);
+    try {
+        qp_bfregs_.reserve(qp_bfregs_.size() + kBfregsPerUar);
+        // (every dedicated register may come back: release never grows it)
+        free_dedicated_.reserve(dedicated_count_ + kBfregsPerUar);
+        shared_.reserve(shared_.size() + kBfregsPerUar);
+    } catch (const std::bad_alloc&) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    const uint32_t max_dedicated = static_cast<uint32_t>(env_.low_lat_uuars);
+    const uint32_t max_shared = static_cast<uint32_t>(env_.total_uuars - env_.low_lat_uuars);
+    const bool dedicated = !free_dedicated_.empty() || dedicated_count_ < max_dedicated;
+    if (dedicated && free_dedicated_.empty()) {
+        std::unique_ptr<Bfreg> regs[kBfregsPerUar];
+        if (int e = add_bf_page(Bfreg::Pool::Dedicated, regs)) {
+            errno = e;
+            return nullptr;
+        }
+        for (auto& r : regs) {
+            free_dedicated_.push_back(r.get());
+            qp_bfregs_.push_back(std::move(r));
+        }
+        dedicated_count_ += kBfregsPerUar;
+    }
+    if (dedicated) {
+        Bfreg* bf = free_dedicated_.front();
+        free_dedicated_.erase(free_dedicated_.begin());
+        return bf;
+    }
+    Bfreg* pick = nullptr;
+    for (Bfreg* b : shared_)
+        if (!b->users) {
+            pick = b;
+            break;
+        }
+    if (!pick && shared_.size() < max_shared) {
+        std::unique_ptr<Bfreg> regs[kBfregsPerUar];
+        if (int e = add_bf_page(Bfreg::Pool::Shared, regs)) {
+            errno = e;
+            return nullptr;
+        }
+        pick = regs[0].get();
+        for (auto& r : regs) {
+            shared_.push_back(r.get());
+            qp_bfregs_.push_back(std::move(r));
+        }
+    }
+    if (!pick)
+        for (Bfreg* b : shared_)
+            if (!pick || b->users < pick->users)
+                pick = b;
+    if (!pick) {  // no shared register allowed at all
+        errno = ENOMEM;
+        return nullptr;
+    }
+    ++pick->users;
+    return pick;
+}
+
+void Mlx5Context::release_qp_bfreg(Bfreg* bf) {
+    if (!bf || bf->pool == Bfreg::Pool::None)
+        return;
+    std::lock_guard guard(uar_mu_);
+    if (bf->pool == Bfreg::Pool::Dedicated)
+        free_dedicated_.push_back(bf);  // room reserved when it was made
+    else if (bf->users)
+        --bf->users;
+}
+
+// mlx5dv_devx_alloc_uar, as the reference answers it. BlueFlame: a
+// register of the application's own from the thread domains' pages; on a
+// kernel before UAR objects the page id comes from DEVX (QUERY_UAR), so
+// without DEVX the kernel's refusal. Non-cached: the context's one NC
+// register, shared (EOPNOTSUPP without UAR objects).
+struct DevxUar {
+    mlx5dv_devx_uar pub;
+    Bfreg* bf;
+    Mlx5Context* ctx;
+};
+
+mlx5dv_devx_uar* Mlx5Context::dv_alloc_uar(uint32_t flags) {
+    if (flags != MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF && flags != MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (flags == MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC && !dyn_uar_) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    std::unique_ptr<DevxUar> u(new (std::nothrow) DevxUar{});
+    if (!u) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    Bfreg* bf = flags == MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC ? &nc_bfreg_ : take_own_bfreg();
+    if (!bf)
+        return nullptr;
+    uint32_t page_id = bf->page_id;
+    if (!bf->uar_object) {
+        Ioctl<2> cmd(MLX5_IB_OBJECT_DEVX, MLX5_IB_METHOD_DEVX_QUERY_UAR, driver_id());
+        cmd.in(MLX5_IB_ATTR_DEVX_QUERY_UAR_USER_IDX, bf->dyn_index);
+        cmd.out(MLX5_IB_ATTR_DEVX_QUERY_UAR_DEV_IDX, page_id);
+        if (int e = cmd.execute(cmd_fd())) {
+            release_own_bfreg(bf);
+            errno = e;
+            return nullptr;
+        }
+    }
+    u->bf = bf;
+    u->ctx = this;
+    u->pub.reg_addr = bf->reg;
+    u->pub.base_addr = bf->base;
+    u->pub.page_id = page_id;
+    u->pub.mmap_off = bf->uar_mmap_offset;
+    u->pub.comp_mask = 0;
+    return &u.release()->pub;
+}
+
+void Mlx5Context::free_devx_uar(mlx5dv_devx_uar* pub) { reinterpret_cast<DevxUar*>(pub)->ctx->dv_free_uar(pub); }
+
+void Mlx5Context::dv_free_uar(mlx5dv_devx_uar* pub) {
+    auto* u = reinterpret_cast<DevxUar*>(pub);
+    Bfreg* bf = u->bf;
+    delete u;
+    if (bf != &nc_bfreg_)  // the shared NC register stays the context's
+        release_own_bfreg(bf);
+}
+
+void Mlx5Context::release_own_bfreg(Bfreg* bf) {
+    std::lock_guard guard(dyn_mu_);
+    free_dyn_bfregs_.push_back(bf);  // room reserved when its page came
 }
 
 // The core clock page: read-only, the counter at `offset` inside it. A
@@ -605,6 +878,35 @@ ibv_pd* Mlx5Context::alloc_pd() {
     return pd ? &pd->pd : nullptr;
 }
 
+// ibv_import_pd: a PD of the command fd's user context by its handle,
+// with its number from mlx5's PD query. The import owns nothing: unimport
+// frees the library's side only (dealloc would free the PD for everyone).
+ibv_pd* Mlx5Context::import_pd(uint32_t pd_handle) {
+    Mlx5Pd* pd = create_object<Mlx5Pd>([&](Mlx5Pd& p) {
+        uint32_t pdn = 0;
+        Ioctl<2> cmd(UVERBS_OBJECT_PD, MLX5_IB_METHOD_PD_QUERY, driver_id());
+        cmd.idr_in(MLX5_IB_ATTR_QUERY_PD_HANDLE, pd_handle);
+        cmd.out(MLX5_IB_ATTR_QUERY_PD_RESP_PDN, pdn);
+        if (int e = cmd.execute(cmd_fd()))
+            return e;
+        p.pd.context = ibv();
+        p.pd.handle = pd_handle;
+        p.pdn = pdn;
+        return 0;
+    });
+    return pd ? &pd->pd : nullptr;
+}
+
+void Mlx5Context::unimport_pd(ibv_pd* pd) { delete reinterpret_cast<Mlx5Pd*>(pd); }
+
+// ibv_import_mr: keys and length from the kernel's MR query.
+ibv_mr* Mlx5Context::import_mr(ibv_pd* pd, uint32_t mr_handle) {
+    VerbsMr* mr = create_object<VerbsMr>([&](VerbsMr& m) { return cmd_query_mr(pd, mr_handle, &m); });
+    return mr ? &mr->mr : nullptr;
+}
+
+void Mlx5Context::unimport_mr(ibv_mr* mr) { delete reinterpret_cast<VerbsMr*>(mr); }
+
 // EBUSY while objects still use it: the PD stays valid. A parent domain
 // is ours alone: freeing it lets its protection domain go.
 int Mlx5Context::dealloc_pd(ibv_pd* pd) {
@@ -660,60 +962,80 @@ ibv_pd* Mlx5Context::alloc_parent_domain(ibv_parent_domain_init_attr* attr) {
 }
 
 // A thread domain: a register of a dynamic UAR page of its own. A page
-// (mapped with MLX5_IB_MMAP_ALLOC_WC, the next page index) gives two; a
-// register a freed domain held goes to the next one. As the reference:
+// (a BF UAR object, or on a kernel before those the next page mapped with
+// MLX5_IB_MMAP_ALLOC_WC) gives two; a register a freed domain held waits
+// behind the other free ones. As the reference:
 // comp_mask EINVAL, ENOSPC past the kernel's dynamic registers, and the
 // kernel's answer to the map otherwise (EINVAL from a device without
 // dynamic UARs).
+Bfreg* Mlx5Context::take_own_bfreg() {
+    std::lock_guard guard(dyn_mu_);
+    if (free_dyn_bfregs_.empty() && dyn_uar_) {
+        // A BlueFlame page as a UAR object: two registers for domains.
+        dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
+        free_dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
+        std::unique_ptr<Bfreg> regs[kBfregsPerUar];
+        if (int e = add_bf_page(Bfreg::Pool::None, regs)) {
+            errno = e;
+            return nullptr;
+        }
+        for (uint32_t k = 0; k < kBfregsPerUar; ++k) {
+            regs[k]->buf_size = env_.shut_up_bf ? 0 : caps_.bf_reg_size / 2;
+            free_dyn_bfregs_.push_back(regs[k].get());
+            dyn_bfregs_.push_back(std::move(regs[k]));
+        }
+    } else if (free_dyn_bfregs_.empty()) {
+        const uint32_t max_pages = caps_.num_dyn_bfregs / kBfregsPerUar;
+        if (dyn_pages_ > max_pages) {
+            errno = ENOSPC;
+            return nullptr;
+        }
+        // Room first: once the page is mapped nothing may fail.
+        dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
+        free_dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
+        uar_pages_.reserve(uar_pages_.size() + 1);
+        std::unique_ptr<Bfreg> regs[kBfregsPerUar];
+        for (auto& r : regs)
+            r = std::make_unique<Bfreg>();
+        const off_t offset = mmap_offset(page_size_, MLX5_IB_MMAP_ALLOC_WC, dyn_pages_);
+        void* p = mmap(nullptr, static_cast<size_t>(page_size_), PROT_WRITE, MAP_SHARED, cmd_fd(), offset);
+        if (p == MAP_FAILED)
+            return nullptr;  // errno: the kernel's
+        uar_pages_.push_back(p);
+        for (uint32_t k = 0; k < kBfregsPerUar; ++k) {
+            std::unique_ptr<Bfreg>& b = regs[k];
+            b->base = p;
+            b->reg = static_cast<char*>(p) + kBfOffset + k * caps_.bf_reg_size;
+            b->buf_size = env_.shut_up_bf ? 0 : caps_.bf_reg_size / 2;
+            b->dv_size = caps_.bf_reg_size / 2;
+            // (mlx5dv reports no mmap offset for these pages, as the reference)
+            b->dyn_index = dyn_pages_ * kBfregsPerUar + k;
+            free_dyn_bfregs_.push_back(b.get());
+            dyn_bfregs_.push_back(std::move(b));
+        }
+        ++dyn_pages_;
+    }
+    // the longest free first (a returned register waits behind the others)
+    Bfreg* bf = free_dyn_bfregs_.front();
+    free_dyn_bfregs_.erase(free_dyn_bfregs_.begin());
+    return bf;
+}
+
 ibv_td* Mlx5Context::alloc_td(ibv_td_init_attr* attr) {
     if (attr->comp_mask) {
         errno = EINVAL;
         return nullptr;
     }
-    Bfreg* bf = nullptr;
-    {
-        std::lock_guard guard(dyn_mu_);
-        if (free_dyn_bfregs_.empty()) {
-            const uint32_t max_pages = caps_.num_dyn_bfregs / kBfregsPerUar;
-            if (dyn_pages_ > max_pages) {
-                errno = ENOSPC;
-                return nullptr;
-            }
-            // Room first: once the page is mapped nothing may fail.
-            dyn_bfregs_.reserve(dyn_bfregs_.size() + kBfregsPerUar);
-            free_dyn_bfregs_.reserve(free_dyn_bfregs_.size() + kBfregsPerUar);
-            uar_pages_.reserve(uar_pages_.size() + 1);
-            std::unique_ptr<Bfreg> regs[kBfregsPerUar];
-            for (auto& r : regs)
-                r = std::make_unique<Bfreg>();
-            const off_t offset = mmap_offset(page_size_, MLX5_IB_MMAP_ALLOC_WC, dyn_pages_);
-            void* p = mmap(nullptr, static_cast<size_t>(page_size_), PROT_WRITE, MAP_SHARED, cmd_fd(), offset);
-            if (p == MAP_FAILED)
-                return nullptr;  // errno: the kernel's
-            uar_pages_.push_back(p);
-            for (uint32_t k = kBfregsPerUar; k-- > 0;) {
-                std::unique_ptr<Bfreg>& b = regs[k];
-                b->reg = static_cast<char*>(p) + kBfOffset + k * caps_.bf_reg_size;
-                b->buf_size = env_.shut_up_bf ? 0 : caps_.bf_reg_size / 2;
-                b->dv_size = caps_.bf_reg_size / 2;
-                b->uar_mmap_offset = offset;
-                b->dyn_index = dyn_pages_ * kBfregsPerUar + k;
-                free_dyn_bfregs_.push_back(b.get());
-                dyn_bfregs_.push_back(std::move(b));
-            }
-            ++dyn_pages_;
-        }
-        bf = free_dyn_bfregs_.back();
-        free_dyn_bfregs_.pop_back();
-    }
+    Bfreg* bf = take_own_bfreg();
+    if (!bf)
+        return nullptr;
     Mlx5Td* td = create_object<Mlx5Td>([&](Mlx5Td& t) {
         t.td.context = ibv();
         t.bf = bf;
         return 0;
     });
     if (!td) {
-        std::lock_guard guard(dyn_mu_);
-        free_dyn_bfregs_.push_back(bf);
+        release_own_bfreg(bf);
         return nullptr;
     }
     return &td->td;
@@ -725,8 +1047,7 @@ int Mlx5Context::dealloc_td(ibv_td* ibtd) {
         return EBUSY;
     Bfreg* bf = td->bf;
     return destroy_object(td, [&](Mlx5Td&) {
-        std::lock_guard guard(dyn_mu_);
-        free_dyn_bfregs_.push_back(bf);
+        release_own_bfreg(bf);
         return 0;
     });
 }
@@ -785,6 +1106,9 @@ public:
     Context* open_context(int cmd_fd, void* private_data) override {
         const auto* attr = static_cast<const mlx5dv_context_attr*>(private_data);
         return open_provider_context<Mlx5Context>(*this, cmd_fd, [attr](Mlx5Context& c) { return c.open(attr); });
+    }
+    Context* import_context(int cmd_fd) override {
+        return open_provider_context<Mlx5Context>(*this, cmd_fd, [](Mlx5Context& c) { return c.import(); });
     }
 };
 

@@ -72,6 +72,7 @@ inline uint32_t roundup_pow2(uint32_t v) {
 // (offset toggles 0 / buf_size), so consecutive writes never merge; a
 // register the kernel shares between QPs needs its lock around that.
 struct Bfreg {
+    void* base = nullptr;  // its UAR page
     void* reg = nullptr;
     uint32_t dyn_index = UINT32_MAX;  // a dynamic register's kernel index (MLX5_QP_FLAG_BFREG_INDEX)
     uint32_t buf_size = 0;
@@ -83,6 +84,13 @@ struct Bfreg {
     // mmap offset of its UAR page.
     uint32_t dv_size = 0;
     off_t uar_mmap_offset = 0;
+    // A register of a UAR object (dynamic UARs): QPs name its page by id
+    // (MLX5_QP_FLAG_UAR_PAGE_INDEX). Which pool it belongs to, and for a
+    // shared one how many QPs use it.
+    enum class Pool : uint8_t { None, Dedicated, Shared } pool = Pool::None;
+    bool uar_object = false;
+    uint32_t page_id = 0;
+    uint32_t users = 0;
 };
 
 // Kernel facts the context open learned and every object needs.
@@ -144,6 +152,11 @@ public:
     // 0 or a positive errno; on failure the destructor releases what was
     // set up, and the caller still owns cmd_fd.
     int open(const mlx5dv_context_attr* attr);
+    // ibv_import_device: a context over a command fd whose user context
+    // another context negotiated (QUERY_CONTEXT). Only a kernel that gave
+    // that context dynamic UARs can share it (else EINVAL, as the
+    // reference). 0 or a positive errno, as open().
+    int import();
 
     int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size) override;
 
@@ -204,6 +217,22 @@ public:
     int dealloc_td(ibv_td* td);
     // Whether the kernel granted DEVX (the open asked for it first).
     bool devx() const { return devx_; }
+    // Whether every UAR is an object (a kernel that took MLX5_LIB_CAP_DYN_UAR).
+    bool dyn_uar() const { return dyn_uar_; }
+    // The page id of the non-cached UAR object (CQs name it).
+    uint32_t nc_page_id() const { return nc_bfreg_.page_id; }
+    // Dynamic UARs (uar.cpp): the register a new QP rings, from the
+    // dedicated registers while the low-latency count lasts, then the
+    // shared ones (null + errno when a page cannot be had); its return.
+    Bfreg* acquire_qp_bfreg();
+    void release_qp_bfreg(Bfreg* bf);
+    // A register no one else uses (thread domains, mlx5dv_devx_alloc_uar
+    // of BlueFlame), null + errno when no page can be had.
+    Bfreg* take_own_bfreg();
+    void release_own_bfreg(Bfreg* bf);
+    mlx5dv_devx_uar* dv_alloc_uar(uint32_t flags);
+    void dv_free_uar(mlx5dv_devx_uar* uar);
+    static void free_devx_uar(mlx5dv_devx_uar* uar);  // to the context it came from
     // The UAR page CQ arm doorbells go to, and where that is kept (what
     // the MLX5_1.0 mlx5dv_init_obj hands out instead).
     void* const* cq_uar_reg() const { return &cq_uar_reg_; }
@@ -233,8 +262,25 @@ public:
     // The free-running device clock (big-endian halves), null if unmapped.
     const volatile uint32_t* core_clock() const { return core_clock_; }
 
+    ibv_pd* import_pd(uint32_t pd_handle) override;
+    void unimport_pd(ibv_pd* pd) override;
+    ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle) override;
+    void unimport_mr(ibv_mr* mr) override;
+
 private:
     int get_context(bool devx_only);
+    // What the context answer (GET_CONTEXT or QUERY_CONTEXT) tells: the
+    // capabilities, the UAR model, the clock pages.
+    int take_context_answer(const mlx5_ib_alloc_ucontext_resp& resp);
+    void set_ops();
+    // Dynamic UARs (uar.cpp): one page as a UAR object, mapped; the
+    // singleton non-cached page (CQ doorbells, QPs without BlueFlame); two
+    // registers of a new BlueFlame page into `pool`; and the release of
+    // every page at close.
+    int alloc_uar_page(uint32_t type, void*& page, uint32_t& page_id, off_t& offset);
+    int setup_dyn_uars();
+    int add_bf_page(Bfreg::Pool pool, std::unique_ptr<Bfreg> (&regs)[2]);
+    void release_uar_objects();
     void map_clock_info(long page);
     ibv_cq_ex* create_cq_common(ibv_cq_init_attr_ex* attr, const mlx5dv_cq_init_attr* dv);
     ibv_qp* create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_flags);
@@ -287,6 +333,20 @@ private:
     long page_size_ = 4096;
     uint32_t uar_size_log_ = 12;  // log2 of a UAR's size (0: one per page)
     uint32_t uars_per_page_ = 1;
+    // Dynamic UARs: every page a UAR object of this context, destroyed at
+    // close (an imported context's pages are its own).
+    bool dyn_uar_ = false;
+    struct UarObject {
+        uint32_t handle;
+        void* page;
+    };
+    std::vector<UarObject> uar_objects_;
+    Bfreg nc_bfreg_;  // the non-cached page's register
+    std::vector<std::unique_ptr<Bfreg>> qp_bfregs_;  // the pools' registers
+    std::vector<Bfreg*> free_dedicated_;  // oldest returned first
+    std::vector<Bfreg*> shared_;  // in the order their pages came
+    uint32_t dedicated_count_ = 0;  // dedicated registers made so far
+    std::mutex uar_mu_;
 };
 
 struct Mlx5Pd {

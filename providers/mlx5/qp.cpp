@@ -371,18 +371,28 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         req.rq_wqe_shift = sz.rq_wqe_cnt ? sz.rq_wqe_shift : 0;
         req.uidx = q.uidx;
         req.flags = drv_flags;
-        if (td) {  // doorbells to the thread domain's own register
+        // Doorbells go to the thread domain's own register; with dynamic
+        // UARs, to one of the context's pools; else to the static register
+        // the kernel picks.
+        Bfreg* bf = td ? td->bf : nullptr;
+        if (!bf && dyn_uar_ && !(bf = acquire_qp_bfreg()))
+            return errno;
+        if (bf && bf->uar_object) {
+            req.flags |= MLX5_QP_FLAG_UAR_PAGE_INDEX;
+            req.bfreg_index = bf->page_id;
+        } else if (bf) {
             req.flags |= MLX5_QP_FLAG_BFREG_INDEX;
-            req.bfreg_index = td->bf->dyn_index;
+            req.bfreg_index = bf->dyn_index;
         }
         mlx5_ib_create_qp_resp resp{};
         int e = cmd_create_qp(pd, attr, &q.vqp, Udata{&req, sizeof(req), &resp, sizeof(resp)});
         if (e) {
+            release_qp_bfreg(bf);  // (a domain's or the NC register: no pool)
             clear_uidx(q.uidx);
             q.uidx_stored = false;
             return e;
         }
-        q.bf = td ? td->bf : bfreg(resp.bfreg_index);
+        q.bf = bf ? bf : bfreg(resp.bfreg_index);
         if (!q.bf)
             q.bf = bfreg(0);
         q.bf_max_size = q.bf->buf_size / kSegSize;
@@ -551,6 +561,7 @@ int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
         if (ibqp->send_cq != ibqp->recv_cq)
             clean_cq(ibqp->send_cq ? to_mcq(ibqp->send_cq) : nullptr, qp.uidx, nullptr);
         clear_uidx(qp.uidx);
+        release_qp_bfreg(qp.bf);
         let_go(qp.parent);
         return 0;
     });

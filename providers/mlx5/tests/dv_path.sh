@@ -4,7 +4,8 @@
 # the capabilities, mlx5dv_open_device, allocators, the clock page,
 # mlx5dv_init_obj, creation with mlx5 attributes, parent domains, traffic
 # through the rings themselves and through raw WQEs, compressed CQEs read
-# from the ring, on InfiniBand and RoCE and under the BlueFlame knobs.
+# from the ring, on InfiniBand and RoCE and under the BlueFlame knobs, with
+# UAR objects (what a current kernel gives) and with static UARs.
 # Beyond being identical, the reference's answers must show the emulator
 # doing its part: the clock pages convert, every message arrived.
 "$(dirname "$0")/twin.sh" "$@" <<'CASES' || exit $?
@@ -14,6 +15,8 @@ roce.conf
 - MLX5_SHUT_UP_BF=1
 - MLX5_SINGLE_THREADED=1
 nodyn.conf
+static.conf
+static.conf MLX5_SHUT_UP_BF=1
 CASES
 work=$5
 fail=0

@@ -6,7 +6,9 @@
 # of WORK, or - for the default device); every output must be identical.
 # Configurations the cases may name: two.conf (two devices, the second a
 # RoCE ConnectX-6 without atomics, a down port), roce.conf (one RoCE port),
-# nodyn.conf (a device without dynamic UARs).
+# static.conf (a kernel before the UAR object, 5.8: static UARs for every
+# library, dynamic pages only for thread domains), nodyn.conf (such a
+# kernel whose device has no dynamic UARs at all).
 set -u
 run=$1 ours=$2 ref=$3 lib=$4 work=$5
 [ -x "$ref" ] || { echo "SKIP: the reference build of $(basename "$ours") is missing"; exit 77; }
@@ -29,8 +31,13 @@ link_layer eth
 mac 02:00:00:00:00:07
 ipv4 10.79.0.7
 CONF
+cat >"$work/static.conf" <<'CONF'
+device mlx5_0
+uar_objects off
+CONF
 cat >"$work/nodyn.conf" <<'CONF'
 device mlx5_0
+uar_objects off
 dyn_uars 0
 CONF
 fail=0

@@ -915,6 +915,8 @@ int m_query_mr(Bundle& b) {
 
 // mlx5's UAR object: a doorbell page for the library's dynamic UARs.
 int m_uar_alloc(Bundle& b) {
+    if (!b.c.dev->cfg->uar_objects)
+        return -EPROTONOSUPPORT;  // a kernel before the object: no such method
     uint64_t type;
     if (int e = b.get_const(MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, type, UINT32_MAX))
         return e;
