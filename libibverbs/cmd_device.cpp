@@ -114,12 +114,8 @@ int Context::init_kernel_context(const void* drv_in, size_t in_len, void* drv_ou
     cmd.out(UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT, core_support);
     cmd.udata(drv_in, in_len, drv_out, out_len);
     int err = cmd.execute(c.cmd_fd);
-    if (err == 0) {
-        c.num_comp_vectors = static_cast<int>(num_comp_vectors);
-        core_support_ = core_support;
-        c.async_fd = alloc_async_fd(c.cmd_fd, driver_id());
-        return c.async_fd < 0 ? errno : 0;
-    }
+    if (err == 0)
+        return take_kernel_context(num_comp_vectors, core_support);
     // A driver refusing the request (DEVX, an unknown tail) answers so
     // through the ioctl; the legacy command would only repeat the refusal.
     if (!ioctl_method_absent(err))
@@ -152,9 +148,16 @@ int Context::import_kernel_context(uint16_t drv_attr, void* drv_out, size_t out_
         cmd.ptr_out(drv_attr, drv_out, out_len);
     if (int e = cmd.execute(c.cmd_fd))
         return e;
+    // (events of what this context creates come to an async file of its own)
+    return take_kernel_context(num_comp_vectors, core_support);
+}
+
+// What both context ioctls answer, and the async fd the ioctl path
+// allocates apart.
+int Context::take_kernel_context(uint32_t num_comp_vectors, uint64_t core_support) {
+    ibv_context& c = *ibv();
     c.num_comp_vectors = static_cast<int>(num_comp_vectors);
     core_support_ = core_support;
-    // events of what this context creates come to an async file of its own
     c.async_fd = alloc_async_fd(c.cmd_fd, driver_id());
     return c.async_fd < 0 ? errno : 0;
 }

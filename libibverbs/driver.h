@@ -215,6 +215,10 @@ public:
     // its attribute drv_attr, and an async fd of this context's own.
     int import_kernel_context(uint16_t drv_attr, void* drv_out, size_t out_len);
 
+private:
+    int take_kernel_context(uint32_t num_comp_vectors, uint64_t core_support);
+
+public:
     virtual int query_device_ex(const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr, size_t attr_size);
     virtual int query_port(uint8_t port_num, ibv_port_attr* attr, size_t attr_size);
 

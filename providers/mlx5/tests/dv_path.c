@@ -640,36 +640,7 @@ struct raw_cq {
 };
 
 static int to_rts(struct env* e, struct ibv_qp* qp, uint32_t dest) {
-    struct ibv_qp_attr a = {
-        .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        return 1;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = dest;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.dlid = e->lid;
-    if (e->eth) {
-        a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = e->gid;
-        a.ah_attr.grh.hop_limit = 1;
-    }
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        return 1;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 10;
-    a.retry_cnt = 2;
-    a.rnr_retry = 2;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a,
-                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                             IBV_QP_MAX_QP_RD_ATOMIC) != 0;
+    return twin_rc_to_rts(qp, dest, e->lid, &e->gid, e->eth, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) != 0;
 }
 
 /* A receive WQE of one SGE (and the end marker when the queue has room for

@@ -16,19 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char* err_name(int e) {
-    switch (e) {
-    case 0: return "ok";
-    case EINVAL: return "EINVAL";
-    case ENODEV: return "ENODEV";
-    case ENOENT: return "ENOENT";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-    case ENOMEM: return "ENOMEM";
-    case EBADF: return "EBADF";
-    default: return "other";
-    }
-}
+#include "twin_common.h"
 
 static struct ibv_qp* rc_qp(struct ibv_pd* pd, struct ibv_cq* cq) {
     struct ibv_qp_init_attr a = {.send_cq = cq,
@@ -136,42 +124,6 @@ static void devx_uars(struct ibv_context* ctx) {
     }
 }
 
-static int to_rts(struct ibv_qp* qp, uint32_t remote_qpn, uint16_t dlid, const union ibv_gid* gid, int eth) {
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-                            .port_num = 1,
-                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE};
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        return errno;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = remote_qpn;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.dlid = dlid;
-    if (eth) {
-        a.ah_attr.is_global = 1;
-        a.ah_attr.grh.dgid = *gid;
-        a.ah_attr.grh.hop_limit = 1;
-    }
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        return errno;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    if (ibv_modify_qp(qp, &a,
-                      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                          IBV_QP_MAX_QP_RD_ATOMIC))
-        return errno;
-    return 0;
-}
-
 static int wait_one(struct ibv_cq* cq, struct ibv_wc* wc) {
     for (long i = 0; i < 20000000; ++i) {
         int n = ibv_poll_cq(cq, 1, wc);
@@ -265,8 +217,9 @@ static void import(struct ibv_device* dev, struct ibv_context* ctx) {
         printf("  traffic                objects %s\n", err_name(errno));
         return;
     }
-    int e1 = to_rts(iqp, qp->qp_num, port.lid, &gid, eth);
-    int e2 = to_rts(qp, iqp->qp_num, port.lid, &gid, eth);
+    const int access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    int e1 = twin_rc_to_rts(iqp, qp->qp_num, port.lid, &gid, eth, access);
+    int e2 = twin_rc_to_rts(qp, iqp->qp_num, port.lid, &gid, eth, access);
     strcpy(src, "through the imported mr");
     struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 24, .lkey = smr->lkey};
     struct ibv_send_wr wr = {.wr_id = 9,
