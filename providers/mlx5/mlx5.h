@@ -519,8 +519,12 @@ struct Mlx5Qp {
     volatile __be32* db;  // [0] receive counter, [1] send counter
     uint8_t* sq_end;
     Bfreg* bf;  // never null (register 0 when the kernel named none)
-    uint32_t bf_max_size;  // largest BlueFlame WQE in 16-byte units, 0: none
-    bool prefer_bf;  // MLX5_POST_SEND_PREFER_BF
+    // Which WQEs a doorbell copies through BlueFlame, [0] for others and
+    // [1] for inline ones: those of 2 to bf_span 16-byte units, kept as
+    // bf_span - 1 so that one unsigned compare tells (size - 2 < it).
+    // 0: none (no BlueFlame buffer; [0] also when
+    // MLX5_POST_SEND_PREFER_BF is 0).
+    uint32_t bf_span[2];
     uint32_t uidx;
     uint32_t max_inline;
     uint32_t qpn8;  // the QP number as a control segment's qpn_ds has it

@@ -284,8 +284,7 @@ inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t
     if (bf->shared)
         bf->lock.lock();
     uint8_t* reg = static_cast<uint8_t*>(bf->reg) + bf->offset;
-    // bf_max_size is 0 where the register has no BlueFlame buffer.
-    if (nreq == 1 && size <= qp.bf_max_size && size > 1 && (inl || qp.prefer_bf))
+    if (nreq == 1 && size - 2 < qp.bf_span[inl])
         bf_copy(qp, reg, ctrl, align_up(size * kSegSize, MLX5_SEND_WQE_BB));
     else
         *reinterpret_cast<volatile uint64_t*>(reg) = *reinterpret_cast<const uint64_t*>(ctrl);
@@ -395,8 +394,9 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         q.bf = bf ? bf : bfreg(resp.bfreg_index);
         if (!q.bf)
             q.bf = bfreg(0);
-        q.bf_max_size = q.bf->buf_size / kSegSize;
-        q.prefer_bf = env_.prefer_bf;
+        const uint32_t bf_max = q.bf->buf_size / kSegSize;
+        q.bf_span[1] = bf_max > 1 ? bf_max - 1 : 0;
+        q.bf_span[0] = env_.prefer_bf ? q.bf_span[1] : 0;
         q.qpn8 = q.vqp.qp()->qp_num << 8;
         return 0;
     });
