@@ -3,7 +3,10 @@
 # libibverbs is on the library path. With UVSIM_STACK=ours the same
 # programs run on the project's libibverbs and mlx5 provider instead
 # (UVSIM_OURS_LIB, build/lib), and need() checks that no library of
-# Debian's RDMA stack gets loaded.
+# Debian's RDMA stack gets loaded. With UVSIM_STACK=mixed the two sides of
+# a pair are on different stacks on one simulated host: UVSIM_MIX=server
+# puts the server on ours and the client on Debian's, UVSIM_MIX=client the
+# other way round (the stacks interoperate through the emulated wire).
 #
 # The test's environment (set by CMakeLists.txt):
 #   UVSIM_RUN    build/bin/uverbs-sim-run
@@ -31,9 +34,18 @@ STACK=${UVSIM_STACK:-debian}
 OURS_LIB=${UVSIM_OURS_LIB:-}
 case $STACK in
 debian) ;;
-ours) [ -d "$OURS_LIB" ] || { echo "FAIL: UVSIM_STACK=ours needs UVSIM_OURS_LIB (build/lib)"; exit 1; } ;;
-*) echo "FAIL: UVSIM_STACK is debian or ours, not '$STACK'"; exit 1 ;;
+ours | mixed) [ -d "$OURS_LIB" ] || { echo "FAIL: UVSIM_STACK=$STACK needs UVSIM_OURS_LIB (build/lib)"; exit 1; } ;;
+*) echo "FAIL: UVSIM_STACK is debian, ours or mixed, not '$STACK'"; exit 1 ;;
 esac
+# The stack of each side of a pair.
+SRV_STACK=$STACK CLI_STACK=$STACK
+if [ "$STACK" = mixed ]; then
+	case ${UVSIM_MIX:-} in
+	server) SRV_STACK=ours CLI_STACK=debian ;;
+	client) SRV_STACK=debian CLI_STACK=ours ;;
+	*) echo "FAIL: UVSIM_STACK=mixed needs UVSIM_MIX=server or client"; exit 1 ;;
+	esac
+fi
 
 W=$UVSIM_WORK
 # Two ctest runs in one build tree (several people at work) would start the
@@ -112,6 +124,8 @@ sim() {
 	# On our stack the loader names every object it maps, into
 	# $W/TAG.ld.PID (one file per process), for stack_check.
 	[ "$STACK" = ours ] && libs=(env "LD_LIBRARY_PATH=$OURS_LIB" LD_DEBUG=libs "LD_DEBUG_OUTPUT=$W/$tag.ld")
+	# (a mixed pair's Debian side is recorded too, for debian_check)
+	[ "$STACK" = debian ] && [ "$SRV_STACK" != "$CLI_STACK" ] && libs=(env LD_DEBUG=libs "LD_DEBUG_OUTPUT=$W/$tag.ld")
 	timeout -k 5 "$LIMIT" "${libs[@]}" "$UVSIM_RUN" "${cfg[@]}" --dir "$W/host" --trace "$W/$tag.trace" \
 		"$BIN/$@" >"$W/$tag.out" 2>"$W/$tag.err"
 	RC=$?
@@ -131,6 +145,16 @@ stack_check() {
 	[ -z "$foreign" ] || fail "stack check: $prog loaded $(echo $foreign) besides $OURS_LIB"
 }
 
+# debian_check TAG: the loader's record of the run of TAG (a mixed pair's
+# Debian side): Debian's mlx5 provider, nothing from OURS_LIB.
+debian_check() {
+	local inits
+	inits=$(cat "$W/$1.ld".* 2>/dev/null | sed -n 's/.*calling init: //p')
+	echo "$inits" | grep -Eq '^(/usr)?/lib/.*libmlx5' || fail "stack check: $1 did not load Debian's mlx5 provider"
+	echo "$inits" | grep -q "^$OURS_LIB/" && fail "stack check: $1 loaded a library of $OURS_LIB"
+	return 0
+}
+
 # listening PORT: true when something listens on TCP PORT (IPv4 or IPv6).
 listening() {
 	local hex
@@ -148,6 +172,7 @@ pair() {
 	# is made here, where a failure counts)
 	(
 		SKIP_STACK_CHECK=1
+		STACK=$SRV_STACK
 		sim "$tag.server" "${SRV[@]}"
 		exit "$RC"
 	) &
@@ -158,11 +183,23 @@ pair() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
+	local stack=$STACK
+	STACK=$CLI_STACK
 	sim "$tag.client" "${CLI[@]}"
+	STACK=$stack
 	CRC=$RC
 	wait "$pid"
 	SRC=$?
-	[ "$STACK" = ours ] && [ "$SRC" -eq 0 ] && stack_check "$tag.server" "${SRV[0]}"
+	[ "$SRV_STACK" = ours ] && [ "$SRC" -eq 0 ] && stack_check "$tag.server" "${SRV[0]}"
+	# On a mixed pair the Debian side must not have loaded ours.
+	if [ "$SRV_STACK" != "$CLI_STACK" ]; then
+		local side
+		for side in server client; do
+			[ "$side" = server ] && [ "$SRV_STACK" = ours ] && continue
+			[ "$side" = client ] && [ "$CLI_STACK" = ours ] && continue
+			debian_check "$tag.$side"
+		done
+	fi
 	if [ "$SRC" -ne 0 ] || [ "$CRC" -ne 0 ]; then
 		fail "$tag: server exit $SRC, client exit $CRC (want 0 and 0)"
 		return 1
