@@ -579,7 +579,7 @@ PYBIND11_MODULE(device, m) {
                 GID g;
                 if (int rc = ibv_query_gid(ctx_of(self).ctx, port_num, index, &g.gid))
                     raise_rdma("Failed to query gid " + std::to_string(index) + " of port " + std::to_string(port_num),
-                               rc < 0 ? errno : rc);
+                               -1);
                 import_deps({"pyverbs.addr"});
                 return py::cast(g);
             },
@@ -592,7 +592,9 @@ PYBIND11_MODULE(device, m) {
                     raise_rdma("Failed to query gid type of port " + std::to_string(port_num) + " index " +
                                    std::to_string(index),
                                rc);
-                return int(e.gid_type);
+                // The sysfs numbering the reference answers with: IB and RoCE v1
+                // GIDs are one type there (0), RoCE v2 the other (1).
+                return e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
             },
             py::arg("port_num"), py::arg("index"))
         .def(

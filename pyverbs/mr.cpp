@@ -189,7 +189,7 @@ PYBIND11_MODULE(mr, m) {
         .def_property_readonly("handle", [](py::handle self) { return mr_of(self).mr->handle; })
         .def("__str__", [](py::handle self) {
             MR& mr = mr_of(self);
-            return "MR\n" + str_line("lkey", mr.mr->lkey) + str_line("rkey", mr.mr->rkey) +
+            return "MR:\n" + str_line("lkey", mr.mr->lkey) + str_line("rkey", mr.mr->rkey) +
                 str_line("length", mr.mr->length) + str_line("buf", (unsigned long long)(uintptr_t)mr.buf) +
                 str_line("handle", mr.mr->handle);
         });
