@@ -21,11 +21,36 @@ struct QPAttr : Object {
     ibv_qp_attr attr{};
 };
 
+// ibv_qp_init_attr_ex: also the PD and the extended fields, for QPs
+// created on a Context (and QPEx's work-request interface).
+struct QPInitAttrEx : Object {
+    ibv_qp_init_attr_ex attr{};
+    py::object scq, rcq, srq, pd, xrcd, ind_table, qp_context;
+};
+
+struct ECE : CM {
+    ibv_ece ece{};
+};
+
+// An inline piece for QPEx.wr_set_inline_data_list.
+struct DataBuffer : CM {
+    ibv_data_buf buf{};
+};
+
+struct QPRateLimitAttr : Object {
+    ibv_qp_rate_limit_attr attr{};
+};
+
+struct QPAttachCompCntrAttr : Object {
+    ibv_qp_attach_comp_cntr_attr attr{};
+};
+
 class QP : public CM {
 public:
     ~QP() override { close_quietly(); }
     ibv_qp* qp = nullptr;
-    py::object pd, scq, rcq, srq;
+    ibv_qp_ex* qpx = nullptr;  // QPEx's, when created with send ops flags
+    py::object pd, scq, rcq, srq, context;
 
 protected:
     void release() override {
@@ -40,7 +65,29 @@ protected:
     }
 };
 
+// pyverbs.qp.QPEx: a QP whose sends are built with the ibv_wr_* calls.
+class QPEx : public QP {};
+
 QP& qp_of(py::handle h) { return open_arg<QP>(h, "QP"); }
+
+ibv_qp_ex* qpx_of(py::handle h) {
+    QP& qp = qp_of(h);
+    if (!qp.qpx)
+        raise_user("The QP was created without send ops flags: no work-request interface");
+    return qp.qpx;
+}
+
+// The QP's relations once created: parent, the objects it uses, and the
+// state its attributes may move it to.
+template <class A>
+void bind_relations(QP& qp, A& ia) {
+    for (py::object* dep : {&ia.scq, &ia.rcq, &ia.srq})
+        if (*dep && !dep->is_none())
+            qp.depend_on(*dep, dep->template cast<CM&>());
+    qp.scq = ia.scq;
+    qp.rcq = ia.rcq;
+    qp.srq = ia.srq;
+}
 
 // The attributes each transition sets, per QP type (the usual connection
 // recipe: INIT names the port and access, RTR the peer, RTS the timers).
@@ -92,38 +139,79 @@ void to_rts(QP& qp, QPAttr& a) {
     modify(qp, a, IBV_QPS_RTS, rts_mask(qp.qp->qp_type), "RTS");
 }
 
-std::shared_ptr<QP> make_qp(py::object creator, py::object init_attr, py::object qp_attr) {
-    PD& pd = open_arg<PD>(creator, "PD");
-    QPInitAttr& ia = arg_as<QPInitAttr>(init_attr, "QPInitAttr");
-    ibv_qp_init_attr attr = ia.attr;
-    for (py::object* cq : {&ia.scq, &ia.rcq})
-        if (*cq && !cq->is_none())
-            any_cq(*cq);  // still open
-    if (ia.srq && !ia.srq.is_none())
-        attr.srq = open_arg<SRQ>(ia.srq, "SRQ").srq;
-    auto qp = std::make_shared<QP>();
-    qp->qp = ibv_create_qp(pd.pd, &attr);
-    if (!qp->qp)
-        raise_rdma_errno("Failed to create QP");
-    // What the device granted is reported back, as ibv_create_qp does.
-    ia.attr.cap = attr.cap;
-    qp->pd = creator;
-    qp->adopt(creator, pd);
-    // The CQs (and SRQ) close after the QP that reports to them.
-    for (py::object* dep : {&ia.scq, &ia.rcq, &ia.srq})
-        if (*dep && !dep->is_none())
-            qp->depend_on(*dep, dep->cast<CM&>());
-    qp->scq = ia.scq;
-    qp->rcq = ia.rcq;
-    qp->srq = ia.srq;
-    if (!qp_attr.is_none()) {
-        QPAttr& a = arg_as<QPAttr>(qp_attr, "QPAttr");
-        if (attr.qp_type == IBV_QPT_UD || attr.qp_type == IBV_QPT_RAW_PACKET)
-            to_rts(*qp, a);
-        else
-            to_init(*qp, a);
+template <class T>
+void to_first_state(QP& qp, py::object qp_attr) {
+    if (qp_attr.is_none())
+        return;
+    QPAttr& a = arg_as<QPAttr>(qp_attr, "QPAttr");
+    int t = qp.qp->qp_type;
+    if (t == IBV_QPT_UD || t == IBV_QPT_RAW_PACKET)
+        to_rts(qp, a);
+    else
+        to_init(qp, a);
+}
+
+// QP(creator, init_attr, qp_attr=None): on a PD with a QPInitAttr
+// (ibv_create_qp), or on a Context with a QPInitAttrEx (ibv_create_qp_ex).
+template <class T>
+std::shared_ptr<T> make_qp(py::object creator, py::object init_attr, py::object qp_attr) {
+    auto qp = std::make_shared<T>();
+    if (py::isinstance<Context>(creator)) {
+        Context& ctx = open_arg<Context>(creator, "Context");
+        QPInitAttrEx& ia = arg_as<QPInitAttrEx>(init_attr, "QPInitAttrEx");
+        for (py::object* cq : {&ia.scq, &ia.rcq})
+            if (*cq && !cq->is_none())
+                any_cq(*cq);  // still open
+        if (ia.pd && !ia.pd.is_none())
+            ia.attr.pd = open_arg<PD>(ia.pd, "PD").pd;
+        if (ia.srq && !ia.srq.is_none())
+            ia.attr.srq = open_arg<SRQ>(ia.srq, "SRQ").srq;
+        ibv_qp_init_attr_ex attr = ia.attr;
+        qp->qp = ibv_create_qp_ex(ctx.ctx, &attr);
+        if (!qp->qp)
+            raise_rdma_errno("Failed to create QP");
+        ia.attr.cap = attr.cap;
+        qp->context = creator;
+        qp->adopt(creator, ctx);
+        if (ia.pd && !ia.pd.is_none()) {
+            qp->pd = ia.pd;
+            qp->depend_on(ia.pd, ia.pd.cast<CM&>());
+        }
+        bind_relations(*qp, ia);
+        if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+            qp->qpx = ibv_qp_to_qp_ex(qp->qp);
+            if (!qp->qpx)
+                raise_rdma_errno("Failed to create extended QP");
+        }
+    } else if (py::isinstance<PD>(creator)) {
+        PD& pd = open_arg<PD>(creator, "PD");
+        QPInitAttr& ia = arg_as<QPInitAttr>(init_attr, "QPInitAttr");
+        for (py::object* cq : {&ia.scq, &ia.rcq})
+            if (*cq && !cq->is_none())
+                any_cq(*cq);
+        if (ia.srq && !ia.srq.is_none())
+            ia.attr.srq = open_arg<SRQ>(ia.srq, "SRQ").srq;
+        ibv_qp_init_attr attr = ia.attr;
+        qp->qp = ibv_create_qp(pd.pd, &attr);
+        if (!qp->qp)
+            raise_rdma_errno("Failed to create QP");
+        // What the device granted is reported back, as ibv_create_qp does.
+        ia.attr.cap = attr.cap;
+        qp->pd = creator;
+        qp->adopt(creator, pd);
+        bind_relations(*qp, ia);
+    } else {
+        raise_user("A QP is created on a PD (QPInitAttr) or a Context (QPInitAttrEx), not on " +
+                   py::str(py::type::handle_of(creator)).cast<std::string>());
     }
+    to_first_state<T>(*qp, qp_attr);
     return qp;
+}
+
+// Copies a QPCap into any attribute holding an ibv_qp_cap (None: nothing).
+void copy_caps(py::object src, ibv_qp_cap& dst) {
+    if (!src.is_none())
+        dst = arg_as<QPCap>(src, "QPCap").cap;
 }
 
 }  // namespace
@@ -276,7 +364,39 @@ PYBIND11_MODULE(qp, m) {
             [](QPAttr& a, const AHAttr& h) { a.attr.alt_ah_attr = h.attr; });
 
     py::class_<QP, CM, std::shared_ptr<QP>>(m, "QP")
-        .def(py::init(&make_qp), py::arg("creator"), py::arg("init_attr"), py::arg("qp_attr") = py::none())
+        .def(py::init(&make_qp<QP>), py::arg("creator"), py::arg("init_attr"), py::arg("qp_attr") = py::none())
+        .def(
+            "set_ece",
+            [](py::handle self, const ECE& e) {
+                // (a zero vendor id means no ECE: nothing to set)
+                if (!e.ece.vendor_id)
+                    return;
+                ibv_ece ece = e.ece;
+                if (int rc = ibv_set_ece(qp_of(self).qp, &ece))
+                    raise_rdma("Failed to set ECE", rc);
+            },
+            py::arg("ece"))
+        .def("query_ece",
+             [](py::handle self) {
+                 auto e = std::make_shared<ECE>();
+                 if (int rc = ibv_query_ece(qp_of(self).qp, &e->ece))
+                     raise_rdma("Failed to query ECE", rc);
+                 return e;
+             })
+        .def(
+            "query_data_in_order",
+            [](py::handle self, int op, uint32_t flags) {
+                return ibv_query_qp_data_in_order(qp_of(self).qp, ibv_wr_opcode(op), flags);
+            },
+            py::arg("op"), py::arg("flags") = 0)
+        .def(
+            "modify_rate_limit",
+            [](py::handle self, const QPRateLimitAttr& a) {
+                ibv_qp_rate_limit_attr attr = a.attr;
+                if (int rc = ibv_modify_qp_rate_limit(qp_of(self).qp, &attr))
+                    raise_rdma("Failed to modify QP rate limit", rc);
+            },
+            py::arg("attr"))
         .def(
             "to_init", [](py::handle self, QPAttr& a) { to_init(qp_of(self), a); }, py::arg("qp_attr"))
         .def(
@@ -340,4 +460,304 @@ PYBIND11_MODULE(qp, m) {
                 str_line("  number", qp.qp->qp_num) +
                 str_line("  state", utils.attr("qp_state_to_str")(int(qp.qp->state)).cast<std::string>());
         });
+
+    py::class_<QPInitAttrEx, Object, std::shared_ptr<QPInitAttrEx>>(m, "QPInitAttrEx")
+        .def(py::init([](int qp_type, py::object qp_context, py::object scq, py::object rcq, py::object srq,
+                         py::object cap, int sq_sig_all, uint32_t comp_mask, py::object pd, py::object xrcd,
+                         uint32_t create_flags, uint16_t max_tso_header, uint32_t source_qpn, py::object hash_conf,
+                         py::object ind_table, uint64_t send_ops_flags) {
+                 auto a = std::make_shared<QPInitAttrEx>();
+                 copy_caps(cap, a->attr.cap);
+                 if (!scq.is_none())
+                     a->attr.send_cq = any_cq(scq);
+                 if (!rcq.is_none())
+                     a->attr.recv_cq = any_cq(rcq);
+                 a->scq = scq;
+                 a->rcq = rcq;
+                 a->srq = srq;
+                 if (!srq.is_none())
+                     a->attr.srq = open_arg<SRQ>(srq, "SRQ").srq;
+                 // XRC domains, RSS hash configurations and indirection
+                 // tables come with the xrcd and wq modules (not built yet).
+                 for (py::object* o : {&xrcd, &hash_conf, &ind_table})
+                     if (!o->is_none())
+                         raise_user("XRC domains and RSS indirection tables are not supported by this pyverbs yet");
+                 a->attr.qp_type = ibv_qp_type(qp_type);
+                 a->attr.sq_sig_all = sq_sig_all;
+                 a->attr.comp_mask = comp_mask;
+                 if (!pd.is_none())
+                     a->attr.pd = open_arg<PD>(pd, "PD").pd;
+                 a->pd = pd;
+                 a->attr.create_flags = create_flags;
+                 a->attr.max_tso_header = max_tso_header;
+                 a->attr.source_qpn = source_qpn;
+                 a->attr.send_ops_flags = send_ops_flags;
+                 a->qp_context = qp_context;
+                 return a;
+             }),
+             py::arg("qp_type") = int(IBV_QPT_UD), py::arg("qp_context") = py::none(), py::arg("scq") = py::none(),
+             py::arg("rcq") = py::none(), py::arg("srq") = py::none(), py::arg("cap") = py::none(),
+             py::arg("sq_sig_all") = 0, py::arg("comp_mask") = 0, py::arg("pd") = py::none(),
+             py::arg("xrcd") = py::none(), py::arg("create_flags") = 0, py::arg("max_tso_header") = 0,
+             py::arg("source_qpn") = 0, py::arg("hash_conf") = py::none(), py::arg("ind_table") = py::none(),
+             py::arg("send_ops_flags") = 0)
+        .def_property(
+            "send_cq", [](const QPInitAttrEx& a) { return a.scq; },
+            [](QPInitAttrEx& a, py::object cq) {
+                a.attr.send_cq = cq.is_none() ? nullptr : any_cq(cq);
+                a.scq = cq;
+            })
+        .def_property(
+            "recv_cq", [](const QPInitAttrEx& a) { return a.rcq; },
+            [](QPInitAttrEx& a, py::object cq) {
+                a.attr.recv_cq = cq.is_none() ? nullptr : any_cq(cq);
+                a.rcq = cq;
+            })
+        .def_property(
+            "cap",
+            [](const QPInitAttrEx& a) {
+                auto c = std::make_shared<QPCap>();
+                c->cap = a.attr.cap;
+                return c;
+            },
+            [](QPInitAttrEx& a, py::object c) { copy_caps(c, a.attr.cap); })
+        .def_property(
+            "qp_type", [](const QPInitAttrEx& a) { return int(a.attr.qp_type); },
+            [](QPInitAttrEx& a, int v) { a.attr.qp_type = ibv_qp_type(v); })
+        .def_property(
+            "sq_sig_all", [](const QPInitAttrEx& a) { return a.attr.sq_sig_all; },
+            [](QPInitAttrEx& a, int v) { a.attr.sq_sig_all = v; })
+        .def_property(
+            "comp_mask", [](const QPInitAttrEx& a) { return a.attr.comp_mask; },
+            [](QPInitAttrEx& a, uint32_t v) { a.attr.comp_mask = v; })
+        .def_property(
+            "pd", [](const QPInitAttrEx& a) { return a.pd; },
+            [](QPInitAttrEx& a, py::object pd) {
+                a.attr.pd = open_arg<PD>(pd, "PD").pd;
+                a.pd = pd;
+            })
+        .def_property(
+            "srq", [](const QPInitAttrEx& a) { return a.srq; },
+            [](QPInitAttrEx& a, py::object srq) {
+                a.attr.srq = open_arg<SRQ>(srq, "SRQ").srq;
+                a.srq = srq;
+            })
+        .def_property_readonly("xrcd", [](const QPInitAttrEx& a) { return a.xrcd; })
+        .def_property_readonly("ind_table", [](const QPInitAttrEx& a) { return a.ind_table; })
+        .def_property(
+            "create_flags", [](const QPInitAttrEx& a) { return a.attr.create_flags; },
+            [](QPInitAttrEx& a, uint32_t v) { a.attr.create_flags = v; })
+        .def_property(
+            "max_tso_header", [](const QPInitAttrEx& a) { return a.attr.max_tso_header; },
+            [](QPInitAttrEx& a, uint16_t v) { a.attr.max_tso_header = v; })
+        .def_property(
+            "source_qpn", [](const QPInitAttrEx& a) { return a.attr.source_qpn; },
+            [](QPInitAttrEx& a, uint32_t v) { a.attr.source_qpn = v; })
+        .def_property(
+            "send_ops_flags", [](const QPInitAttrEx& a) { return a.attr.send_ops_flags; },
+            [](QPInitAttrEx& a, uint64_t v) { a.attr.send_ops_flags = v; })
+        .def_property_readonly("max_send_wr", [](const QPInitAttrEx& a) { return a.attr.cap.max_send_wr; })
+        .def_property_readonly("max_recv_wr", [](const QPInitAttrEx& a) { return a.attr.cap.max_recv_wr; })
+        .def_property_readonly("max_send_sge", [](const QPInitAttrEx& a) { return a.attr.cap.max_send_sge; })
+        .def_property_readonly("max_recv_sge", [](const QPInitAttrEx& a) { return a.attr.cap.max_recv_sge; })
+        .def_property_readonly("max_inline_data", [](const QPInitAttrEx& a) { return a.attr.cap.max_inline_data; });
+
+    py::class_<ECE, CM, std::shared_ptr<ECE>>(m, "ECE")
+        .def(py::init([](uint32_t vendor_id, uint32_t options, uint32_t comp_mask) {
+                 auto e = std::make_shared<ECE>();
+                 e->ece = {vendor_id, options, comp_mask};
+                 return e;
+             }),
+             py::arg("vendor_id") = 0, py::arg("options") = 0, py::arg("comp_mask") = 0)
+        .def_property(
+            "vendor_id", [](const ECE& e) { return e.ece.vendor_id; }, [](ECE& e, uint32_t v) { e.ece.vendor_id = v; })
+        .def_property(
+            "options", [](const ECE& e) { return e.ece.options; }, [](ECE& e, uint32_t v) { e.ece.options = v; })
+        .def_property(
+            "comp_mask", [](const ECE& e) { return e.ece.comp_mask; }, [](ECE& e, uint32_t v) { e.ece.comp_mask = v; })
+        .def("__str__", [](const ECE& e) {
+            char buf[256];
+            snprintf(buf, sizeof(buf), "ECE:\n%-22s: 0x%-20x\n%-22s: 0x%-20x\n%-22s: 0x%-20x\n", "Vendor ID",
+                     e.ece.vendor_id, "Options", e.ece.options, "Comp Mask", e.ece.comp_mask);
+            return std::string(buf);
+        });
+
+    py::class_<DataBuffer, CM, std::shared_ptr<DataBuffer>>(m, "DataBuffer")
+        .def(py::init([](uintptr_t addr, size_t length) {
+                 auto d = std::make_shared<DataBuffer>();
+                 d->buf.addr = reinterpret_cast<void*>(addr);
+                 d->buf.length = length;
+                 return d;
+             }),
+             py::arg("addr"), py::arg("length"));
+
+    py::class_<QPRateLimitAttr, Object, std::shared_ptr<QPRateLimitAttr>>(m, "QPRateLimitAttr")
+        .def(py::init([](uint32_t rate_limit, uint32_t max_burst_sz, uint16_t typical_pkt_sz, uint32_t comp_mask) {
+                 auto a = std::make_shared<QPRateLimitAttr>();
+                 a->attr.rate_limit = rate_limit;
+                 a->attr.max_burst_sz = max_burst_sz;
+                 a->attr.typical_pkt_sz = typical_pkt_sz;
+                 a->attr.comp_mask = comp_mask;
+                 return a;
+             }),
+             py::arg("rate_limit") = 0, py::arg("max_burst_sz") = 0, py::arg("typical_pkt_sz") = 0,
+             py::arg("comp_mask") = 0)
+        .def_property(
+            "rate_limit", [](const QPRateLimitAttr& a) { return a.attr.rate_limit; },
+            [](QPRateLimitAttr& a, uint32_t v) { a.attr.rate_limit = v; })
+        .def_property(
+            "max_burst_sz", [](const QPRateLimitAttr& a) { return a.attr.max_burst_sz; },
+            [](QPRateLimitAttr& a, uint32_t v) { a.attr.max_burst_sz = v; })
+        .def_property(
+            "typical_pkt_sz", [](const QPRateLimitAttr& a) { return a.attr.typical_pkt_sz; },
+            [](QPRateLimitAttr& a, uint16_t v) { a.attr.typical_pkt_sz = v; })
+        .def_property(
+            "comp_mask", [](const QPRateLimitAttr& a) { return a.attr.comp_mask; },
+            [](QPRateLimitAttr& a, uint32_t v) { a.attr.comp_mask = v; });
+
+    py::class_<QPAttachCompCntrAttr, Object, std::shared_ptr<QPAttachCompCntrAttr>>(m, "QPAttachCompCntrAttr")
+        .def(py::init([](uint32_t op_mask) {
+                 auto a = std::make_shared<QPAttachCompCntrAttr>();
+                 a->attr.op_mask = op_mask;
+                 return a;
+             }),
+             py::arg("op_mask") = 0)
+        .def_property_readonly("op_mask", [](const QPAttachCompCntrAttr& a) { return a.attr.op_mask; });
+
+    // The ibv_wr_* interface of an extended QP; each builder acts on the
+    // work request begun by wr_start and finished by wr_complete.
+    py::class_<QPEx, QP, std::shared_ptr<QPEx>>(m, "QPEx")
+        .def(py::init(&make_qp<QPEx>), py::arg("creator"), py::arg("init_attr"), py::arg("qp_attr") = py::none())
+        .def_property(
+            "comp_mask", [](py::handle self) { return qpx_of(self)->comp_mask; },
+            [](py::handle self, uint64_t v) { qpx_of(self)->comp_mask = v; })
+        .def_property(
+            "wr_id", [](py::handle self) { return qpx_of(self)->wr_id; },
+            [](py::handle self, uint64_t v) { qpx_of(self)->wr_id = v; })
+        .def_property(
+            "wr_flags", [](py::handle self) { return qpx_of(self)->wr_flags; },
+            [](py::handle self, unsigned v) { qpx_of(self)->wr_flags = v; })
+        .def("wr_start", [](py::handle self) { ibv_wr_start(qpx_of(self)); })
+        .def("wr_complete",
+             [](py::handle self) {
+                 if (int rc = ibv_wr_complete(qpx_of(self)))
+                     raise_rdma("ibv_wr_complete failed.", rc);
+             })
+        .def("wr_abort", [](py::handle self) { ibv_wr_abort(qpx_of(self)); })
+        .def("wr_send", [](py::handle self) { ibv_wr_send(qpx_of(self)); })
+        .def(
+            "wr_send_imm", [](py::handle self, uint32_t data) { ibv_wr_send_imm(qpx_of(self), htobe32(data)); },
+            py::arg("data"))
+        .def(
+            "wr_send_inv", [](py::handle self, uint32_t rkey) { ibv_wr_send_inv(qpx_of(self), rkey); },
+            py::arg("invalidate_rkey"))
+        .def(
+            "wr_send_tso",
+            [](py::handle self, uintptr_t hdr, uint16_t hdr_sz, uint16_t mss) {
+                ibv_wr_send_tso(qpx_of(self), reinterpret_cast<void*>(hdr), hdr_sz, mss);
+            },
+            py::arg("hdr"), py::arg("hdr_sz"), py::arg("mss"))
+        .def(
+            "wr_rdma_write",
+            [](py::handle self, uint32_t rkey, uint64_t addr) { ibv_wr_rdma_write(qpx_of(self), rkey, addr); },
+            py::arg("rkey"), py::arg("remote_addr"))
+        .def(
+            "wr_rdma_write_imm",
+            [](py::handle self, uint32_t rkey, uint64_t addr, uint32_t data) {
+                ibv_wr_rdma_write_imm(qpx_of(self), rkey, addr, htobe32(data));
+            },
+            py::arg("rkey"), py::arg("remote_addr"), py::arg("data"))
+        .def(
+            "wr_rdma_read",
+            [](py::handle self, uint32_t rkey, uint64_t addr) { ibv_wr_rdma_read(qpx_of(self), rkey, addr); },
+            py::arg("rkey"), py::arg("remote_addr"))
+        .def(
+            "wr_atomic_cmp_swp",
+            [](py::handle self, uint32_t rkey, uint64_t addr, uint64_t compare, uint64_t swap) {
+                ibv_wr_atomic_cmp_swp(qpx_of(self), rkey, addr, compare, swap);
+            },
+            py::arg("rkey"), py::arg("remote_addr"), py::arg("compare"), py::arg("swap"))
+        .def(
+            "wr_atomic_fetch_add",
+            [](py::handle self, uint32_t rkey, uint64_t addr, uint64_t add) {
+                ibv_wr_atomic_fetch_add(qpx_of(self), rkey, addr, add);
+            },
+            py::arg("rkey"), py::arg("remote_addr"), py::arg("add"))
+        .def(
+            "wr_atomic_write",
+            [](py::handle self, uint32_t rkey, uint64_t addr, py::bytes atomic_wr) {
+                std::string v = atomic_wr;
+                if (v.size() != 8)
+                    raise_user("An atomic write carries 8 bytes");
+                ibv_wr_atomic_write(qpx_of(self), rkey, addr, v.data());
+            },
+            py::arg("rkey"), py::arg("remote_addr"), py::arg("atomic_wr"))
+        .def(
+            "wr_flush",
+            [](py::handle self, uint32_t rkey, uint64_t addr, size_t len, uint8_t type, uint8_t level) {
+                ibv_wr_flush(qpx_of(self), rkey, addr, len, type, level);
+            },
+            py::arg("rkey"), py::arg("remote_addr"), py::arg("length"), py::arg("ptype"), py::arg("level"))
+        .def(
+            "wr_local_inv", [](py::handle self, uint32_t rkey) { ibv_wr_local_inv(qpx_of(self), rkey); },
+            py::arg("invalidate_rkey"))
+        .def(
+            "wr_set_ud_addr",
+            [](py::handle self, py::object ah, uint32_t qpn, uint32_t qkey) {
+                ibv_wr_set_ud_addr(qpx_of(self), open_arg<AH>(ah, "AH").ah, qpn, qkey);
+            },
+            py::arg("ah"), py::arg("remote_qpn"), py::arg("remote_rkey"))
+        .def(
+            "wr_set_xrc_srqn", [](py::handle self, uint32_t srqn) { ibv_wr_set_xrc_srqn(qpx_of(self), srqn); },
+            py::arg("remote_srqn"))
+        .def(
+            "wr_set_sge",
+            [](py::handle self, py::object sge) {
+                const ibv_sge& s = arg_as<SGE>(sge, "SGE").sge;
+                ibv_wr_set_sge(qpx_of(self), s.lkey, s.addr, s.length);
+            },
+            py::arg("sge"))
+        .def(
+            "wr_set_sge_list",
+            [](py::handle self, size_t num_sge, py::sequence sg_list) {
+                if (num_sge > sg_list.size())
+                    raise_user("num_sge is larger than the SGE list");
+                std::vector<ibv_sge> v;
+                for (size_t i = 0; i < num_sge; i++)
+                    v.push_back(arg_as<SGE>(sg_list[i], "SGE").sge);
+                ibv_wr_set_sge_list(qpx_of(self), v.size(), v.data());
+            },
+            py::arg("num_sge"), py::arg("sg_list"))
+        .def(
+            "wr_set_inline_data",
+            [](py::handle self, uintptr_t addr, size_t length) {
+                ibv_wr_set_inline_data(qpx_of(self), reinterpret_cast<void*>(addr), length);
+            },
+            py::arg("addr"), py::arg("length"))
+        .def(
+            "wr_set_inline_data_list",
+            [](py::handle self, size_t num_buf, py::sequence buf_list) {
+                if (num_buf > buf_list.size())
+                    raise_user("num_buf is larger than the buffer list");
+                std::vector<ibv_data_buf> v;
+                for (size_t i = 0; i < num_buf; i++)
+                    v.push_back(arg_as<DataBuffer>(buf_list[i], "DataBuffer").buf);
+                ibv_wr_set_inline_data_list(qpx_of(self), v.size(), v.data());
+            },
+            py::arg("num_buf"), py::arg("buf_list"));
+
+    // Copies a QPCap's five fields into QPInitAttr, QPInitAttrEx or QPAttr.
+    m.def(
+        "_copy_caps",
+        [](py::object src, py::object dst) {
+            if (src.is_none())
+                return;
+            if (py::isinstance<QPInitAttr>(dst))
+                copy_caps(src, dst.cast<QPInitAttr&>().attr.cap);
+            else if (py::isinstance<QPInitAttrEx>(dst))
+                copy_caps(src, dst.cast<QPInitAttrEx&>().attr.cap);
+            else
+                copy_caps(src, arg_as<QPAttr>(dst, "QPAttr").attr.cap);
+        },
+        py::arg("src"), py::arg("dst"));
 }
