@@ -24,6 +24,50 @@ std::shared_ptr<PD> make_pd(py::object creator, py::kwargs kw) {
     return pd;
 }
 
+// The Python allocators of a parent domain (ParentDomainContext).
+struct ParentDomainContext : Object {
+    py::object pd, alloc, free, user_data;
+};
+
+struct ParentDomainInitAttr : Object {
+    ibv_parent_domain_init_attr attr{};
+    py::object pd, pd_context;
+};
+
+// A parent domain: a PD of its own standing for its protection domain.
+class ParentDomain : public PD {
+public:
+    py::object protection_domain, pd_context;
+};
+
+// The trampolines the provider calls to allocate a queue's memory; they
+// run inside a verb that pyverbs called with the GIL held, or on the
+// provider's own thread (hence the acquire). An allocator that raises
+// fails the allocation (NULL), which fails the verb.
+void* pd_alloc(ibv_pd*, void* pd_context, size_t size, size_t alignment, uint64_t resource_type) {
+    py::gil_scoped_acquire gil;
+    auto* c = static_cast<ParentDomainContext*>(pd_context);
+    try {
+        py::object addr =
+            c->alloc(c->pd, py::cast(c, py::return_value_policy::reference), size, alignment, resource_type);
+        return reinterpret_cast<void*>(addr.cast<uintptr_t>());
+    } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("ParentDomainContext.alloc");
+    } catch (const py::cast_error&) {}
+    return nullptr;
+}
+
+void pd_free(ibv_pd*, void* pd_context, void* ptr, uint64_t resource_type) {
+    py::gil_scoped_acquire gil;
+    auto* c = static_cast<ParentDomainContext*>(pd_context);
+    try {
+        c->free(c->pd, py::cast(c, py::return_value_policy::reference), reinterpret_cast<uintptr_t>(ptr),
+                resource_type);
+    } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("ParentDomainContext.free");
+    }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(pd, m) {
@@ -35,4 +79,59 @@ PYBIND11_MODULE(pd, m) {
         .def_property_readonly("handle", [](py::handle self) { return open_arg<PD>(self, "PD").pd->handle; })
         .def_property_readonly("ctx", [](const PD& p) { return p.context; })
         .def("unimport", [](PD& p) { p.close(); });
+
+    py::class_<ParentDomainContext, Object, std::shared_ptr<ParentDomainContext>>(m, "ParentDomainContext")
+        .def(py::init([](py::object pd, py::object alloc_func, py::object free_func, py::object user_data) {
+                 arg_as<PD>(pd, "PD");
+                 auto c = std::make_shared<ParentDomainContext>();
+                 c->pd = pd;
+                 c->alloc = alloc_func;
+                 c->free = free_func;
+                 c->user_data = user_data;
+                 return c;
+             }),
+             py::arg("pd"), py::arg("alloc_func"), py::arg("free_func"), py::arg("user_data") = py::none())
+        .def_property(
+            "user_data", [](const ParentDomainContext& c) { return c.user_data; },
+            [](ParentDomainContext& c, py::object v) { c.user_data = v; });
+
+    py::class_<ParentDomainInitAttr, Object, std::shared_ptr<ParentDomainInitAttr>>(m, "ParentDomainInitAttr")
+        .def(py::init([](py::object pd, py::object pd_context) {
+                 auto a = std::make_shared<ParentDomainInitAttr>();
+                 a->attr.pd = open_arg<PD>(pd, "PD").pd;
+                 a->pd = pd;
+                 if (!pd_context.is_none()) {
+                     a->attr.pd_context = &arg_as<ParentDomainContext>(pd_context, "ParentDomainContext");
+                     a->attr.alloc = pd_alloc;
+                     a->attr.free = pd_free;
+                     a->attr.comp_mask =
+                         IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT | IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+                 }
+                 a->pd_context = pd_context;
+                 return a;
+             }),
+             py::arg("pd"), py::arg("pd_context") = py::none())
+        .def_property_readonly("comp_mask", [](const ParentDomainInitAttr& a) { return a.attr.comp_mask; });
+
+    py::class_<ParentDomain, PD, std::shared_ptr<ParentDomain>>(m, "ParentDomain")
+        .def(py::init([](py::object context, py::object attr) {
+                 Context& ctx = open_arg<Context>(context, "Context");
+                 ParentDomainInitAttr& a = arg_as<ParentDomainInitAttr>(attr, "ParentDomainInitAttr");
+                 PD& protection = open_arg<PD>(a.pd, "PD");
+                 ibv_parent_domain_init_attr init = a.attr;
+                 init.pd = protection.pd;
+                 auto p = std::make_shared<ParentDomain>();
+                 p->pd = ibv_alloc_parent_domain(ctx.ctx, &init);
+                 if (!p->pd)
+                     raise_rdma_errno("Failed to allocate Parent Domain");
+                 p->context = context;
+                 p->adopt(context, ctx);
+                 // The protection domain closes its parent domains first; the
+                 // allocators live as long as the domain.
+                 p->depend_on(a.pd, protection);
+                 p->protection_domain = a.pd;
+                 p->pd_context = a.pd_context;
+                 return p;
+             }),
+             py::arg("context"), py::arg("attr"));
 }
