@@ -49,6 +49,19 @@ AHAttr make_ah_attr(uint16_t dlid, uint8_t sl, uint8_t src_path_bits, uint8_t st
     return a;
 }
 
+// pyverbs.addr.GRH: a global routing header as it is on the wire (the
+// multi-byte fields are kept as given, as the reference's).
+struct GRH : Object {
+    ibv_grh grh{};
+};
+
+// A GID argument: a GID object or its string.
+ibv_gid gid_arg(py::handle v) {
+    if (py::isinstance<GID>(v))
+        return v.cast<const GID&>().gid;
+    return gid_from_str(v.cast<std::string>());
+}
+
 std::string route_str(const ibv_global_route& gr) {
     return str_line("DGID", gid_to_str(gr.dgid)) + str_line("flow label", gr.flow_label) +
         str_line("sgid index", gr.sgid_index) + str_line("hop limit", gr.hop_limit) +
@@ -86,6 +99,44 @@ PYBIND11_MODULE(addr, m) {
         .def("__str__", [](const GID& g) { return gid_to_str(g.gid); })
         .def("__eq__", [](const GID& a, py::object b) {
             return py::isinstance<GID>(b) && memcmp(a.gid.raw, arg_as<GID>(b, "GID").gid.raw, 16) == 0;
+        });
+
+    py::class_<GRH, Object, std::shared_ptr<GRH>>(m, "GRH")
+        .def(py::init([](py::object sgid, py::object dgid, uint32_t version_tclass_flow, uint16_t paylen,
+                         uint8_t next_hdr, uint8_t hop_limit) {
+                 auto g = std::make_shared<GRH>();
+                 if (!sgid.is_none())
+                     g->grh.sgid = arg_as<GID>(sgid, "GID").gid;
+                 if (!dgid.is_none())
+                     g->grh.dgid = arg_as<GID>(dgid, "GID").gid;
+                 g->grh.version_tclass_flow = version_tclass_flow;
+                 g->grh.paylen = paylen;
+                 g->grh.next_hdr = next_hdr;
+                 g->grh.hop_limit = hop_limit;
+                 return g;
+             }),
+             py::arg("sgid") = py::none(), py::arg("dgid") = py::none(), py::arg("version_tclass_flow") = 0,
+             py::arg("paylen") = 0, py::arg("next_hdr") = 0, py::arg("hop_limit") = 1)
+        .def_property(
+            "dgid", [](const GRH& g) { return gid_to_str(g.grh.dgid); },
+            [](GRH& g, py::object v) { g.grh.dgid = gid_arg(v); })
+        .def_property(
+            "sgid", [](const GRH& g) { return gid_to_str(g.grh.sgid); },
+            [](GRH& g, py::object v) { g.grh.sgid = gid_arg(v); })
+        .def_property(
+            "version_tclass_flow", [](const GRH& g) { return uint32_t(g.grh.version_tclass_flow); },
+            [](GRH& g, uint32_t v) { g.grh.version_tclass_flow = v; })
+        .def_property(
+            "paylen", [](const GRH& g) { return uint16_t(g.grh.paylen); }, [](GRH& g, uint16_t v) { g.grh.paylen = v; })
+        .def_property(
+            "next_hdr", [](const GRH& g) { return g.grh.next_hdr; }, [](GRH& g, uint8_t v) { g.grh.next_hdr = v; })
+        .def_property(
+            "hop_limit", [](const GRH& g) { return g.grh.hop_limit; }, [](GRH& g, uint8_t v) { g.grh.hop_limit = v; })
+        .def("__str__", [](const GRH& g) {
+            return str_line("DGID", gid_to_str(g.grh.dgid)) + str_line("SGID", gid_to_str(g.grh.sgid)) +
+                str_line("version tclass flow", uint32_t(g.grh.version_tclass_flow)) +
+                str_line("paylen", uint16_t(g.grh.paylen)) + str_line("next header", g.grh.next_hdr) +
+                str_line("hop limit", g.grh.hop_limit);
         });
 
     py::class_<GlobalRoute, Object, std::shared_ptr<GlobalRoute>>(m, "GlobalRoute")
@@ -194,15 +245,23 @@ PYBIND11_MODULE(addr, m) {
                 w.pkey_index = wc.attr("pkey_index").cast<uint16_t>();
                 w.qp_num = wc.attr("qp_num").cast<uint32_t>();
                 uint8_t port = kw.contains("port_num") ? kw["port_num"].cast<uint8_t>() : 1;
+                // The GRH the packet came with: a GRH object, the address of
+                // one (as the reference takes it) or its 40 bytes.
                 ibv_grh* grh = nullptr;
-                py::bytes grh_bytes;
                 std::string grh_buf;
-                if (kw.contains("grh") && !kw["grh"].is_none()) {
-                    grh_buf = kw["grh"].cast<std::string>();
+                py::object grh_obj = kw.contains("grh") ? py::object(kw["grh"]) : py::none();
+                if (py::isinstance<GRH>(grh_obj)) {
+                    grh = &grh_obj.cast<GRH&>().grh;
+                } else if (py::isinstance<py::int_>(grh_obj)) {
+                    grh = reinterpret_cast<ibv_grh*>(grh_obj.cast<uintptr_t>());
+                } else if (!grh_obj.is_none()) {
+                    grh_buf = grh_obj.cast<std::string>();
                     if (grh_buf.size() < sizeof(ibv_grh))
                         raise_user("A GRH is 40 bytes");
                     grh = reinterpret_cast<ibv_grh*>(grh_buf.data());
                 }
+                if (!grh && (w.wc_flags & IBV_WC_GRH))
+                    raise_user("The WC has a GRH: an AH from it needs grh=");
                 ah->ah = ibv_create_ah_from_wc(pd.pd, &w, grh, port);
                 if (!ah->ah)
                     raise_rdma_errno("Failed to create AH from WC");

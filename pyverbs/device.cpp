@@ -1,11 +1,12 @@
 // pyverbs.device: devices, Context (an opened device) and what it answers
 // to queries: device, port, GID and P_Key attributes, async events.
-#include "objects.h"
+#include "dm.h"
 
 #include <pybind11/stl.h>
 
 #include <cinttypes>
 #include <cstdio>
+#include <dlfcn.h>
 #include <endian.h>
 
 using namespace pyverbs;
@@ -54,6 +55,15 @@ using CQModerationCaps = Caps<ibv_cq_moderation_caps>;
 using PCIAtomicCaps = Caps<ibv_pci_atomic_caps>;
 struct QueryDeviceExInput : Object {
     ibv_query_device_ex_input in{};
+};
+struct AllocDmAttr : Object {
+    ibv_alloc_dm_attr attr{};
+};
+using CompCntrCaps = Caps<ibv_comp_cntr_caps>;
+// pyverbs.device.FdArr: an ibv_fd_arr over its own copy of the fds.
+struct FdArr : Object {
+    std::vector<int> fds;
+    ibv_fd_arr attr{};
 };
 
 std::string guid_format(uint64_t be_guid) {
@@ -257,6 +267,70 @@ std::string port_attr_str(const ibv_port_attr& a) {
 
 Context& ctx_of(py::handle self) { return open_arg<Context>(self, "Context"); }
 
+std::shared_ptr<Device> device_of(ibv_device* dev) {
+    auto d = std::make_shared<Device>();
+    d->name = ibv_get_device_name(dev);
+    d->guid = be64toh(ibv_get_device_guid(dev));
+    d->node_type = dev->node_type;
+    d->transport_type = dev->transport_type;
+    d->index = ibv_get_device_index(dev);
+    return d;
+}
+
+// librdmacm's device list, the library found at run time (this module
+// links libibverbs only).
+py::list rdma_devices() {
+    using get_fn = ibv_context** (*)(int*);
+    using free_fn = void (*)(ibv_context**);
+    static void* lib = dlopen("librdmacm.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        raise_error(std::string("Failed to load librdmacm: ") + dlerror());
+    auto get = reinterpret_cast<get_fn>(dlsym(lib, "rdma_get_devices"));
+    auto release = reinterpret_cast<free_fn>(dlsym(lib, "rdma_free_devices"));
+    if (!get || !release)
+        raise_error("librdmacm lacks rdma_get_devices");
+    int n = 0;
+    ibv_context** list = get(&n);
+    if (!list)
+        raise_rdma_errno("Failed to get device list");
+    py::list out;
+    for (int i = 0; i < n; i++)
+        out.append(py::cast(device_of(list[i]->device)));
+    release(list);
+    return out;
+}
+
+std::shared_ptr<DM> make_dm(py::object context, py::object dm_attr, py::kwargs kw) {
+    Context& ctx = ctx_of(context);
+    auto dm = std::make_shared<DM>();
+    if (kw.contains("handle") && !kw["handle"].is_none()) {
+        dm->dm = ibv_import_dm(ctx.ctx, kw["handle"].cast<uint32_t>());
+        if (!dm->dm)
+            raise_rdma_errno("Failed to import DM");
+        dm->imported = true;
+    } else {
+        ibv_device_attr_ex attr{};
+        if (int rc = ibv_query_device_ex(ctx.ctx, nullptr, &attr))
+            raise_rdma("Failed to query EX device " + ctx.name, rc);
+        if (!attr.max_dm_size)
+            raise_user("Device doesn't support dm allocation");
+        if (dm_attr.is_none())
+            raise_user("A DM needs an AllocDmAttr (dm_attr) or a handle");
+        ibv_alloc_dm_attr a = arg_as<AllocDmAttr>(dm_attr, "AllocDmAttr").attr;
+        dm->dm = ibv_alloc_dm(ctx.ctx, &a);
+        if (!dm->dm) {
+            int e = errno;
+            std::string msg = "Failed to allocate device memory of size " + std::to_string(a.length) +
+                ". Max available size " + std::to_string(attr.max_dm_size) + ".";
+            errno = e;
+            raise_rdma_errno(msg);
+        }
+    }
+    dm->context = context;
+    dm->adopt(context, ctx);
+    return dm;
+}
+
 std::shared_ptr<Context> open_context(py::kwargs kw) {
     auto c = std::make_shared<Context>();
     if (kw.contains("cmd_fd") && !kw["cmd_fd"].is_none()) {
@@ -342,15 +416,8 @@ PYBIND11_MODULE(device, m) {
         if (!list)
             raise_rdma("Failed to get devices list", -1);
         py::list out;
-        for (int i = 0; i < n; i++) {
-            auto d = std::make_shared<Device>();
-            d->name = ibv_get_device_name(list[i]);
-            d->guid = be64toh(ibv_get_device_guid(list[i]));
-            d->node_type = list[i]->node_type;
-            d->transport_type = list[i]->transport_type;
-            d->index = ibv_get_device_index(list[i]);
-            out.append(py::cast(d));
-        }
+        for (int i = 0; i < n; i++)
+            out.append(py::cast(device_of(list[i])));
         ibv_free_device_list(list);
         return out;
     });
@@ -539,6 +606,77 @@ PYBIND11_MODULE(device, m) {
             return line("Event Type", event_type_str(e.ev.event_type));
         });
 
+    py::class_<AllocDmAttr, Object, std::shared_ptr<AllocDmAttr>>(m, "AllocDmAttr")
+        .def(py::init([](size_t length, uint32_t log_align_req, uint32_t comp_mask) {
+                 auto a = std::make_shared<AllocDmAttr>();
+                 a->attr.length = length;
+                 a->attr.log_align_req = log_align_req;
+                 a->attr.comp_mask = comp_mask;
+                 return a;
+             }),
+             py::arg("length"), py::arg("log_align_req") = 0, py::arg("comp_mask") = 0)
+        .def_property(
+            "length", [](const AllocDmAttr& a) { return a.attr.length; },
+            [](AllocDmAttr& a, size_t v) { a.attr.length = v; })
+        .def_property(
+            "log_align_req", [](const AllocDmAttr& a) { return a.attr.log_align_req; },
+            [](AllocDmAttr& a, uint32_t v) { a.attr.log_align_req = v; })
+        .def_property(
+            "comp_mask", [](const AllocDmAttr& a) { return a.attr.comp_mask; },
+            [](AllocDmAttr& a, uint32_t v) { a.attr.comp_mask = v; });
+
+    py::class_<DM, CM, std::shared_ptr<DM>>(m, "DM")
+        .def(py::init(&make_dm), py::arg("context"), py::arg("dm_attr") = py::none())
+        .def("unimport", [](DM& dm) { dm.close(); })
+        .def(
+            "copy_to_dm",
+            [](py::handle self, uint64_t dm_offset, py::object data, size_t length) {
+                open_arg<DM>(self, "DM").copy_to(dm_offset, data, length);
+            },
+            py::arg("dm_offset"), py::arg("data"), py::arg("length"))
+        .def(
+            "copy_from_dm",
+            [](py::handle self, uint64_t dm_offset, size_t length) {
+                return open_arg<DM>(self, "DM").copy_from(dm_offset, length);
+            },
+            py::arg("dm_offset"), py::arg("length"))
+        .def("export_dmabuf_fd",
+             [](py::handle self) {
+                 int fd = ibv_dm_export_dmabuf_fd(open_arg<DM>(self, "DM").dm);
+                 if (fd < 0)
+                     raise_rdma_errno("Failed to export dmabuf FD for DM");
+                 return fd;
+             })
+        .def_property_readonly("handle", [](py::handle self) { return open_arg<DM>(self, "DM").dm->handle; });
+
+    py::class_<CompCntrCaps, Object, std::shared_ptr<CompCntrCaps>>(m, "CompCntrCaps")
+        .def(py::init<>())
+        .RO(CompCntrCaps, "max_value", o.c.max_value)
+        .RO(CompCntrCaps, "max_counters", o.c.max_counters)
+        .RO(CompCntrCaps, "supported_qp_attach_ops", o.c.supported_qp_attach_ops);
+
+    py::class_<FdArr, Object, std::shared_ptr<FdArr>>(m, "FdArr")
+        .def(py::init([](py::object arr, uint32_t count) {
+                 auto f = std::make_shared<FdArr>();
+                 py::list seq = arr.is_none() ? py::list() : py::list(arr);
+                 for (uint32_t i = 0; i < count; i++) {
+                     if (i >= seq.size())
+                         throw py::index_error("list index out of range");
+                     f->fds.push_back(seq[i].cast<int>());
+                 }
+                 f->attr.arr = f->fds.data();
+                 f->attr.count = count;
+                 return f;
+             }),
+             py::arg("arr") = py::list(), py::arg("count") = 0)
+        .def("close", [](FdArr&) {})
+        .def_property_readonly("arr", [](const FdArr& f) { return f.fds; })
+        .def_property_readonly("count", [](const FdArr& f) { return f.attr.count; })
+        .def("__str__", [](const FdArr& f) {
+            return str_line("Number of fd in arr", f.attr.count, 20) +
+                str_line("FDs in arr", py::str(py::cast(f.fds)).cast<std::string>(), 20);
+        });
+
     py::class_<Context, CM, std::shared_ptr<Context>>(m, "Context")
         .def(py::init(&open_context))
         .def_property_readonly("name", [](const Context& c) { return c.name; })
@@ -648,6 +786,13 @@ PYBIND11_MODULE(device, m) {
                  e->context = py::reinterpret_borrow<py::object>(self);
                  return e;
              })
+        .def("query_comp_cntr_caps",
+             [](py::handle self) {
+                 auto c = std::make_shared<CompCntrCaps>();
+                 if (int rc = ibv_query_comp_cntr_caps(ctx_of(self).ctx, &c->c))
+                     raise_rdma("Failed to query completion counter caps", rc);
+                 return c;
+             })
         .def(
             "query_rt_values_ex",
             [](py::handle self, uint32_t comp_mask) {
@@ -659,6 +804,7 @@ PYBIND11_MODULE(device, m) {
             },
             py::arg("comp_mask") = int(IBV_VALUES_MASK_RAW_CLOCK));
 
+    m.def("rdma_get_devices", &rdma_devices);
     m.def("guid_format", &guid_format, py::arg("num"));
     m.def(
         "guid_to_hex",
