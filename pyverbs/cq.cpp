@@ -182,6 +182,36 @@ std::shared_ptr<CQEX> make_cqex(py::object context, py::object init_attr) {
     return cq;
 }
 
+// CQ.poll(num_entries=1) -> (npolled, [WC...]): a fast method.
+PyObject* cq_poll(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return fast_call([&]() -> PyObject* {
+        static const char* const names[] = {"num_entries"};
+        FastArgs<1> a("poll", names, 0, args, nargs, kwnames);
+        CQ& cq = cq_of(self);
+        long long want = a.i64(0, 1);
+        if (want < 0)
+            raise_user("num_entries must not be negative");
+        // (the usual small polls need no allocation)
+        ibv_wc small[16];
+        std::vector<ibv_wc> large;
+        ibv_wc* wcs = small;
+        if (want > 16) {
+            large.resize(size_t(want));
+            wcs = large.data();
+        }
+        int n = ibv_poll_cq(cq.cq, int(want), wcs);
+        if (n < 0)
+            raise_rdma("Failed to poll CQ", errno ? errno : -n);
+        py::list out(n);
+        for (int i = 0; i < n; i++) {
+            auto w = std::make_shared<WC>();
+            w->wc = wcs[i];
+            out[i] = py::cast(std::move(w));
+        }
+        return py::make_tuple(n, std::move(out)).release().ptr();
+    });
+}
+
 }  // namespace
 
 #define WC_FIELD(name, field) \
@@ -250,25 +280,6 @@ PYBIND11_MODULE(cq, m) {
              }),
              py::arg("context"), py::arg("cqe"), py::arg("cq_context") = py::none(), py::arg("channel") = py::none(),
              py::arg("comp_vector") = 0)
-        .def(
-            "poll",
-            [](py::handle self, int num_entries) {
-                CQ& cq = cq_of(self);
-                if (num_entries < 0)
-                    raise_user("num_entries must not be negative");
-                std::vector<ibv_wc> wcs(num_entries);
-                int n = ibv_poll_cq(cq.cq, num_entries, wcs.data());
-                if (n < 0)
-                    raise_rdma("Failed to poll CQ", errno ? errno : -n);
-                py::list out;
-                for (int i = 0; i < n; i++) {
-                    auto w = std::make_shared<WC>();
-                    w->wc = wcs[i];
-                    out.append(py::cast(w));
-                }
-                return py::make_tuple(n, out);
-            },
-            py::arg("num_entries") = 1)
         .def(
             "req_notify",
             [](py::handle self, bool solicited_only) {
@@ -458,6 +469,8 @@ PYBIND11_MODULE(cq, m) {
             return "Extended CQ:\n" + str_line("Handle", cq->handle) + str_line("CQEs", cq->cqe);
         });
 #undef CQEX_READ
+
+    add_fast_method(m.attr("CQ"), "poll", cq_poll, "Polls up to num_entries completions: (npolled, [WC])");
 
     py::class_<WC, Object, std::shared_ptr<WC>>(m, "WC")
         .def(py::init([](uint64_t wr_id, int status, int opcode, uint32_t vendor_err, uint32_t byte_len,

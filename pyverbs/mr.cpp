@@ -214,6 +214,31 @@ std::string mr_str(const char* title, const MR& mr) {
         str_line("handle", mr.mr->handle);
 }
 
+// MR.write(data, length, offset=0) and MR.read(length, offset): fast methods.
+PyObject* mr_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return fast_call([&] {
+        static const char* const names[] = {"data", "length", "offset"};
+        FastArgs<3> a("write", names, 2, args, nargs, kwnames);
+        MR& mr = mr_of(self);
+        std::string_view bytes = byte_view(a.v[0]);
+        size_t length = a.u64(1), offset = a.u64(2);
+        mr.check_range(length, offset, "write");
+        memcpy(static_cast<char*>(mr.buf) + offset, bytes.data(), std::min(length, bytes.size()));
+        return Py_NewRef(Py_None);
+    });
+}
+
+PyObject* mr_read(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return fast_call([&] {
+        static const char* const names[] = {"length", "offset"};
+        FastArgs<2> a("read", names, 2, args, nargs, kwnames);
+        MR& mr = mr_of(self);
+        size_t length = a.u64(0), offset = a.u64(1);
+        mr.check_range(length, offset, "read");
+        return PyBytes_FromStringAndSize(static_cast<const char*>(mr.buf) + offset, Py_ssize_t(length));
+    });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(mr, m) {
@@ -224,24 +249,6 @@ PYBIND11_MODULE(mr, m) {
     py::class_<MR, CM, std::shared_ptr<MR>>(m, "MR")
         .def(py::init(&make_mr), py::arg("creator"), py::arg("length"), py::arg("access"),
              py::arg("address") = py::none(), py::arg("implicit") = false)
-        .def(
-            "write",
-            [](py::handle self, py::object data, size_t length, size_t offset) {
-                MR& mr = mr_of(self);
-                std::string bytes =
-                    py::isinstance<py::str>(data) ? data.cast<std::string>() : std::string(data.cast<py::bytes>());
-                mr.check_range(length, offset, "write");
-                memcpy(static_cast<char*>(mr.buf) + offset, bytes.data(), std::min(length, bytes.size()));
-            },
-            py::arg("data"), py::arg("length"), py::arg("offset") = 0)
-        .def(
-            "read",
-            [](py::handle self, size_t length, size_t offset) {
-                MR& mr = mr_of(self);
-                mr.check_range(length, offset, "read");
-                return py::bytes(static_cast<const char*>(mr.buf) + offset, length);
-            },
-            py::arg("length"), py::arg("offset"))
         .def(
             "rereg",
             [](py::handle self, int flags, py::object pd, uintptr_t addr, size_t length, int access) {
@@ -569,4 +576,9 @@ PYBIND11_MODULE(mr, m) {
     m.def(
         "rereg_error_to_str", [](int e) { return py::module_::import("pyverbs.utils").attr("rereg_error_to_str")(e); },
         py::arg("error"));
+
+    // (after the subclasses, whose own read/write pybind11 would otherwise
+    // refuse to define over a method it did not make)
+    add_fast_method(m.attr("MR"), "write", mr_write, "Writes `length` bytes of data at `offset` of the MR's buffer");
+    add_fast_method(m.attr("MR"), "read", mr_read, "The `length` bytes at `offset` of the MR's buffer");
 }

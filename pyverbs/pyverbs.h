@@ -22,6 +22,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pyverbs {
@@ -131,14 +132,35 @@ private:
     std::vector<std::weak_ptr<CM>> children_;
 };
 
+// The C++ object of a Python object of class T (or a subclass), or null.
+// The usual case, an object of exactly the registered class, is a type
+// compare and a load (pybind11's own cast looks the type up by name on
+// every call, which costs more than many of the verbs wrapped here); other
+// cases go through pybind11's cast.
+template <class T>
+T* cpp_ptr(py::handle obj) {
+    static const py::detail::type_info* info = nullptr;
+    if (!info)
+        info = py::detail::get_type_info(typeid(T));
+    if (info && Py_TYPE(obj.ptr()) == info->type) {
+        auto* inst = reinterpret_cast<py::detail::instance*>(obj.ptr());
+        return static_cast<T*>(inst->get_value_and_holder(info, false).value_ptr());
+    }
+    py::detail::make_caster<T> caster;
+    if (!caster.load(obj, false))
+        return nullptr;
+    return &py::detail::cast_op<T&>(caster);
+}
+
 // The C++ side of a Python argument that must be a given pyverbs class
 // (TypeError naming both types otherwise).
 template <class T>
 T& arg_as(py::handle obj, const char* what) {
-    if (!py::isinstance<T>(obj))
+    T* t = cpp_ptr<T>(obj);
+    if (!t)
         throw py::type_error(std::string("Expected ") + what + ", got " +
                              py::str(py::type::handle_of(obj)).cast<std::string>());
-    return obj.cast<T&>();
+    return *t;
 }
 
 // The same for an object that owns a resource, which must still be open.
@@ -147,6 +169,27 @@ T& open_arg(py::handle obj, const char* what) {
     T& t = arg_as<T>(obj, what);
     t.check_open(what);
     return t;
+}
+
+// The bytes of a data argument (bytes, bytearray, or a str as its UTF-8),
+// without a copy; valid while the object lives.
+inline std::string_view byte_view(py::handle data) {
+    char* p = nullptr;
+    Py_ssize_t n = 0;
+    if (PyBytes_Check(data.ptr())) {
+        PyBytes_AsStringAndSize(data.ptr(), &p, &n);
+    } else if (PyByteArray_Check(data.ptr())) {
+        p = PyByteArray_AsString(data.ptr());
+        n = PyByteArray_Size(data.ptr());
+    } else if (PyUnicode_Check(data.ptr())) {
+        const char* u = PyUnicode_AsUTF8AndSize(data.ptr(), &n);
+        if (!u)
+            throw py::error_already_set();
+        return {u, size_t(n)};
+    } else {
+        throw py::type_error("Expected bytes or str, got " + py::str(py::type::handle_of(data)).cast<std::string>());
+    }
+    return {p, size_t(n)};
 }
 
 // One line of a __str__: the label padded to `width` after `indent`, ": ",
@@ -169,6 +212,91 @@ inline std::string hex_str(unsigned long long v) {
     char buf[24];
     snprintf(buf, sizeof(buf), "0x%llx", v);
     return buf;
+}
+
+// The hot methods (posting, polling, MR data) skip pybind11's dispatch,
+// which costs more than the verbs they wrap: they are CPython "fastcall"
+// methods, their arguments parsed by FastArgs, errors turned into Python
+// exceptions by fast_call. One is attached to a class with add_fast_method.
+using FastFn = PyObject* (*)(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames);
+
+// Positional-or-keyword arguments by name; missing ones are null (the
+// caller applies the default). Raises TypeError as Python would.
+template <size_t N>
+struct FastArgs {
+    PyObject* v[N] = {};
+
+    FastArgs(const char* fn, const char* const (&names)[N], size_t required, PyObject* const* args, Py_ssize_t nargs,
+             PyObject* kwnames) {
+        if (size_t(nargs) > N)
+            throw py::type_error(std::string(fn) + "() takes at most " + std::to_string(N) + " arguments");
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            v[i] = args[i];
+        Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+        for (Py_ssize_t k = 0; k < nkw; k++) {
+            const char* key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+            size_t i = 0;
+            while (i < N && (!key || strcmp(key, names[i]) != 0))
+                i++;
+            if (i == N)
+                throw py::type_error(std::string(fn) + "() got an unexpected keyword argument '" + (key ? key : "?") +
+                                     "'");
+            if (v[i])
+                throw py::type_error(std::string(fn) + "() got multiple values for argument '" + names[i] + "'");
+            v[i] = args[nargs + k];
+        }
+        for (size_t i = 0; i < required; i++)
+            if (!v[i])
+                throw py::type_error(std::string(fn) + "() missing required argument '" + names[i] + "'");
+    }
+
+    bool given(size_t i) const { return v[i] && v[i] != Py_None; }
+    // An unsigned integer argument (OverflowError/TypeError as Python's).
+    unsigned long long u64(size_t i, unsigned long long dflt = 0) const {
+        if (!v[i])
+            return dflt;
+        unsigned long long x = PyLong_AsUnsignedLongLong(v[i]);
+        if (x == (unsigned long long)-1 && PyErr_Occurred())
+            throw py::error_already_set();
+        return x;
+    }
+    long long i64(size_t i, long long dflt = 0) const {
+        if (!v[i])
+            return dflt;
+        long long x = PyLong_AsLongLong(v[i]);
+        if (x == -1 && PyErr_Occurred())
+            throw py::error_already_set();
+        return x;
+    }
+};
+
+// Runs a fast method's body: C++ exceptions become the Python exception.
+template <class F>
+PyObject* fast_call(F&& body) noexcept {
+    try {
+        return body();
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (py::builtin_exception& e) {
+        e.set_error();
+    } catch (const std::bad_alloc&) {
+        PyErr_NoMemory();
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+}
+
+// Attaches `fn` to a registered class as the method `name`.
+inline void add_fast_method(py::handle cls, const char* name, FastFn fn, const char* doc) {
+    // (method definitions must outlive the class: they live as long as the
+    // process, as a module's static tables do)
+    auto* def = new PyMethodDef{name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fn)),
+                                METH_FASTCALL | METH_KEYWORDS, doc};
+    py::object descr = py::reinterpret_steal<py::object>(PyDescr_NewMethod((PyTypeObject*)cls.ptr(), def));
+    if (!descr)
+        throw py::error_already_set();
+    py::setattr(cls, name, descr);
 }
 
 // Imports the modules whose classes this module's signatures use, so that

@@ -214,6 +214,38 @@ void copy_caps(py::object src, ibv_qp_cap& dst) {
         dst = arg_as<QPCap>(src, "QPCap").cap;
 }
 
+// QP.post_send(wr, bad_wr=None) and QP.post_recv(wr, bad_wr=None): fast
+// methods. On failure the failing request's wr_id goes to bad_wr.
+PyObject* qp_post_send(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return fast_call([&] {
+        static const char* const names[] = {"wr", "bad_wr"};
+        FastArgs<2> a("post_send", names, 1, args, nargs, kwnames);
+        QP& qp = qp_of(self);
+        ibv_send_wr* bad = nullptr;
+        if (int rc = ibv_post_send(qp.qp, link_chain(arg_as<SendWR>(a.v[0], "SendWR")), &bad)) {
+            if (bad && a.given(1))
+                arg_as<SendWR>(a.v[1], "SendWR").wr.wr_id = bad->wr_id;
+            raise_rdma("Failed to post send", rc);
+        }
+        return Py_NewRef(Py_None);
+    });
+}
+
+PyObject* qp_post_recv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    return fast_call([&] {
+        static const char* const names[] = {"wr", "bad_wr"};
+        FastArgs<2> a("post_recv", names, 1, args, nargs, kwnames);
+        QP& qp = qp_of(self);
+        ibv_recv_wr* bad = nullptr;
+        if (int rc = ibv_post_recv(qp.qp, link_chain(arg_as<RecvWR>(a.v[0], "RecvWR")), &bad)) {
+            if (bad && a.given(1))
+                arg_as<RecvWR>(a.v[1], "RecvWR").wr.wr_id = bad->wr_id;
+            raise_rdma("Failed to post recv", rc);
+        }
+        return Py_NewRef(Py_None);
+    });
+}
+
 }  // namespace
 
 #define CAP_FIELD(name) \
@@ -425,30 +457,6 @@ PYBIND11_MODULE(qp, m) {
                 return py::make_tuple(a, ia);
             },
             py::arg("attr_mask"))
-        .def(
-            "post_recv",
-            [](py::handle self, py::object wr, py::object bad_wr) {
-                QP& qp = qp_of(self);
-                ibv_recv_wr* bad = nullptr;
-                if (int rc = ibv_post_recv(qp.qp, link_chain(arg_as<RecvWR>(wr, "RecvWR")), &bad)) {
-                    if (bad && !bad_wr.is_none())
-                        arg_as<RecvWR>(bad_wr, "RecvWR").wr.wr_id = bad->wr_id;
-                    raise_rdma("Failed to post recv", rc);
-                }
-            },
-            py::arg("wr"), py::arg("bad_wr") = py::none())
-        .def(
-            "post_send",
-            [](py::handle self, py::object wr, py::object bad_wr) {
-                QP& qp = qp_of(self);
-                ibv_send_wr* bad = nullptr;
-                if (int rc = ibv_post_send(qp.qp, link_chain(arg_as<SendWR>(wr, "SendWR")), &bad)) {
-                    if (bad && !bad_wr.is_none())
-                        arg_as<SendWR>(bad_wr, "SendWR").wr.wr_id = bad->wr_id;
-                    raise_rdma("Failed to post send", rc);
-                }
-            },
-            py::arg("wr"), py::arg("bad_wr") = py::none())
         .def_property_readonly("qp_type", [](py::handle self) { return int(qp_of(self).qp->qp_type); })
         .def_property_readonly("qp_state", [](py::handle self) { return int(qp_of(self).qp->state); })
         .def_property_readonly("qp_num", [](py::handle self) { return qp_of(self).qp->qp_num; })
@@ -460,6 +468,9 @@ PYBIND11_MODULE(qp, m) {
                 str_line("  number", qp.qp->qp_num) +
                 str_line("  state", utils.attr("qp_state_to_str")(int(qp.qp->state)).cast<std::string>());
         });
+
+    add_fast_method(m.attr("QP"), "post_send", qp_post_send, "Posts a send work request (or a chain of them)");
+    add_fast_method(m.attr("QP"), "post_recv", qp_post_recv, "Posts a receive work request (or a chain of them)");
 
     py::class_<QPInitAttrEx, Object, std::shared_ptr<QPInitAttrEx>>(m, "QPInitAttrEx")
         .def(py::init([](int qp_type, py::object qp_context, py::object scq, py::object rcq, py::object srq,
