@@ -222,6 +222,30 @@ protected:
     }
 };
 
+// pyverbs.qp.QP
+class QP : public CM {
+public:
+    ~QP() override { close_quietly(); }
+    ibv_qp* qp = nullptr;
+    ibv_qp_ex* qpx = nullptr;  // QPEx's, when created with send ops flags
+    py::object pd, scq, rcq, srq, context;
+
+protected:
+    void release() override {
+        if (!qp)
+            return;
+        ibv_qp* q = qp;
+        qp = nullptr;
+        if (int rc = ibv_destroy_qp(q)) {
+            qp = q;
+            raise_rdma("Failed to destroy QP", rc);
+        }
+    }
+};
+
+// pyverbs.qp.QPEx: a QP whose sends are built with the ibv_wr_* calls.
+class QPEx : public QP {};
+
 // Builds the C chain of a RecvWR/SendWR list: each element's `next` is the
 // following element's C struct (the Python objects own the memory).
 template <class W>

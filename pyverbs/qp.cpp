@@ -45,29 +45,6 @@ struct QPAttachCompCntrAttr : Object {
     ibv_qp_attach_comp_cntr_attr attr{};
 };
 
-class QP : public CM {
-public:
-    ~QP() override { close_quietly(); }
-    ibv_qp* qp = nullptr;
-    ibv_qp_ex* qpx = nullptr;  // QPEx's, when created with send ops flags
-    py::object pd, scq, rcq, srq, context;
-
-protected:
-    void release() override {
-        if (!qp)
-            return;
-        ibv_qp* q = qp;
-        qp = nullptr;
-        if (int rc = ibv_destroy_qp(q)) {
-            qp = q;
-            raise_rdma("Failed to destroy QP", rc);
-        }
-    }
-};
-
-// pyverbs.qp.QPEx: a QP whose sends are built with the ibv_wr_* calls.
-class QPEx : public QP {};
-
 QP& qp_of(py::handle h) { return open_arg<QP>(h, "QP"); }
 
 ibv_qp_ex* qpx_of(py::handle h) {

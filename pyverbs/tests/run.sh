@@ -4,6 +4,8 @@
 # (RUN = build/bin/uverbs-sim-run), with our pyverbs package (PYDIR,
 # build/python) over our libibverbs and mlx5 provider (LIBDIR, build/lib).
 # CONFIG: an emulator configuration ("-" or none: one InfiniBand ConnectX).
+# RUN "-": no emulator, the host's devices (the soft-RoCE VM's rxe0; set
+# PYVERBS_DEVICE to choose one).
 set -u
 run=$1 pydir=$2 libdir=$3 work=$4 config=${5:--}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,5 +21,6 @@ for f in "$here"/test_*.py; do
 	[ "$m" = test_enums ] || mods+=("$m")
 done
 cd "$here" || exit 1
-PYTHONPATH=$pydir:$here LD_LIBRARY_PATH=$libdir timeout 600 "$run" "${cfg[@]}" --dir "$work/host" \
-	/usr/bin/python3 -m unittest -v "${mods[@]}"
+sim=("$run" "${cfg[@]}" --dir "$work/host")
+[ "$run" = - ] && sim=()
+PYTHONPATH=$pydir:$here LD_LIBRARY_PATH=$libdir timeout 600 "${sim[@]}" /usr/bin/python3 -m unittest -v "${mods[@]}"
