@@ -1,0 +1,37 @@
+// The C++ side of pyverbs.xrcd, for the modules that take an XRC domain
+// (QPInitAttrEx.xrcd, SrqInitAttrEx.xrcd): pyverbs.xrcd registers them.
+#pragma once
+
+#include "objects.h"
+
+namespace pyverbs {
+
+// pyverbs.xrcd.XRCDInitAttr: an ibv_xrcd_init_attr.
+struct XRCDInitAttr : Object {
+    ibv_xrcd_init_attr attr{};
+};
+
+// pyverbs.xrcd.XRCD: an XRC domain opened on a Context (its parent). The
+// QPs and SRQs created in it should depend_on() it, so that closing the
+// domain closes them first.
+class XRCD : public CM {
+public:
+    ~XRCD() override { close_quietly(); }
+    ibv_xrcd* xrcd = nullptr;
+    py::object context;
+
+protected:
+    void release() override {
+        if (!xrcd)
+            return;
+        ibv_xrcd* x = xrcd;
+        xrcd = nullptr;
+        if (int rc = ibv_close_xrcd(x)) {
+            xrcd = x;
+            raise_rdma("Failed to dealloc XRCD", rc);
+        }
+        context = py::object();
+    }
+};
+
+}  // namespace pyverbs
