@@ -1,6 +1,8 @@
 // pyverbs.qp: QP capabilities and attributes, and queue pairs with their
 // state transitions and posting.
 #include "objects.h"
+#include "wq.h"
+#include "xrcd.h"
 
 #include <pybind11/stl.h>
 
@@ -25,7 +27,7 @@ struct QPAttr : Object {
 // created on a Context (and QPEx's work-request interface).
 struct QPInitAttrEx : Object {
     ibv_qp_init_attr_ex attr{};
-    py::object scq, rcq, srq, pd, xrcd, ind_table, qp_context;
+    py::object scq, rcq, srq, pd, xrcd, ind_table, hash_conf, qp_context;
 };
 
 struct ECE : CM {
@@ -143,6 +145,10 @@ std::shared_ptr<T> make_qp(py::object creator, py::object init_attr, py::object 
             ia.attr.pd = open_arg<PD>(ia.pd, "PD").pd;
         if (ia.srq && !ia.srq.is_none())
             ia.attr.srq = open_arg<SRQ>(ia.srq, "SRQ").srq;
+        if (ia.xrcd && !ia.xrcd.is_none())
+            ia.attr.xrcd = open_arg<XRCD>(ia.xrcd, "XRCD").xrcd;
+        if (ia.ind_table && !ia.ind_table.is_none())
+            ia.attr.rwq_ind_tbl = open_arg<RwqIndTable>(ia.ind_table, "RwqIndTable").table;
         ibv_qp_init_attr_ex attr = ia.attr;
         qp->qp = ibv_create_qp_ex(ctx.ctx, &attr);
         if (!qp->qp)
@@ -154,6 +160,9 @@ std::shared_ptr<T> make_qp(py::object creator, py::object init_attr, py::object 
             qp->pd = ia.pd;
             qp->depend_on(ia.pd, ia.pd.cast<CM&>());
         }
+        for (py::object* dep : {&ia.xrcd, &ia.ind_table})
+            if (*dep && !dep->is_none())
+                qp->depend_on(*dep, dep->cast<CM&>());
         bind_relations(*qp, ia);
         if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
             qp->qpx = ibv_qp_to_qp_ex(qp->qp);
@@ -234,7 +243,8 @@ PyObject* qp_post_recv(PyObject* self, PyObject* const* args, Py_ssize_t nargs, 
         [](QPAttr& o, long long v) { o.attr.name = type(v); })
 
 PYBIND11_MODULE(qp, m) {
-    import_deps({"pyverbs.base", "pyverbs.pd", "pyverbs.cq", "pyverbs.addr", "pyverbs.wr"});
+    import_deps(
+        {"pyverbs.base", "pyverbs.pd", "pyverbs.cq", "pyverbs.addr", "pyverbs.wr", "pyverbs.xrcd", "pyverbs.wq"});
     m.doc() = "Queue pairs, their capabilities and attributes";
 
     py::class_<QPCap, Object, std::shared_ptr<QPCap>>(m, "QPCap")
@@ -465,11 +475,17 @@ PYBIND11_MODULE(qp, m) {
                  a->srq = srq;
                  if (!srq.is_none())
                      a->attr.srq = open_arg<SRQ>(srq, "SRQ").srq;
-                 // XRC domains, RSS hash configurations and indirection
-                 // tables come with the xrcd and wq modules (not built yet).
-                 for (py::object* o : {&xrcd, &hash_conf, &ind_table})
-                     if (!o->is_none())
-                         raise_user("XRC domains and RSS indirection tables are not supported by this pyverbs yet");
+                 if (!xrcd.is_none())
+                     a->attr.xrcd = open_arg<XRCD>(xrcd, "XRCD").xrcd;
+                 a->xrcd = xrcd;
+                 // (the key the configuration points to lives in its object,
+                 // which the attributes keep)
+                 if (!hash_conf.is_none())
+                     a->attr.rx_hash_conf = arg_as<RxHashConf>(hash_conf, "RxHashConf").c_conf();
+                 a->hash_conf = hash_conf;
+                 if (!ind_table.is_none())
+                     a->attr.rwq_ind_tbl = open_arg<RwqIndTable>(ind_table, "RwqIndTable").table;
+                 a->ind_table = ind_table;
                  a->attr.qp_type = ibv_qp_type(qp_type);
                  a->attr.sq_sig_all = sq_sig_all;
                  a->attr.comp_mask = comp_mask;
@@ -530,8 +546,18 @@ PYBIND11_MODULE(qp, m) {
                 a.attr.srq = open_arg<SRQ>(srq, "SRQ").srq;
                 a.srq = srq;
             })
-        .def_property_readonly("xrcd", [](const QPInitAttrEx& a) { return a.xrcd; })
-        .def_property_readonly("ind_table", [](const QPInitAttrEx& a) { return a.ind_table; })
+        .def_property(
+            "xrcd", [](const QPInitAttrEx& a) { return a.xrcd; },
+            [](QPInitAttrEx& a, py::object x) {
+                a.attr.xrcd = open_arg<XRCD>(x, "XRCD").xrcd;
+                a.xrcd = x;
+            })
+        .def_property(
+            "ind_table", [](const QPInitAttrEx& a) { return a.ind_table; },
+            [](QPInitAttrEx& a, py::object t) {
+                a.attr.rwq_ind_tbl = open_arg<RwqIndTable>(t, "RwqIndTable").table;
+                a.ind_table = t;
+            })
         .def_property(
             "create_flags", [](const QPInitAttrEx& a) { return a.attr.create_flags; },
             [](QPInitAttrEx& a, uint32_t v) { a.attr.create_flags = v; })

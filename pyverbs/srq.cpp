@@ -1,5 +1,6 @@
 // pyverbs.srq: shared receive queues.
 #include "objects.h"
+#include "xrcd.h"
 
 #include <vector>
 
@@ -47,7 +48,7 @@ ibv_ops_wr* link_ops(OpsWr& head) {
 }  // namespace
 
 PYBIND11_MODULE(srq, m) {
-    import_deps({"pyverbs.base", "pyverbs.pd", "pyverbs.wr"});
+    import_deps({"pyverbs.base", "pyverbs.pd", "pyverbs.wr", "pyverbs.xrcd"});
     m.doc() = "Shared receive queues";
 
     py::class_<SrqAttr, Object, std::shared_ptr<SrqAttr>>(m, "SrqAttr")
@@ -98,13 +99,15 @@ PYBIND11_MODULE(srq, m) {
                          a.attr.pd = open_arg<PD>(a.pd, "PD").pd;
                      if (a.cq && !a.cq.is_none())
                          a.attr.cq = any_cq(a.cq);
+                     if (a.xrcd && !a.xrcd.is_none())
+                         a.attr.xrcd = open_arg<XRCD>(a.xrcd, "XRCD").xrcd;
                      ibv_srq_init_attr_ex ia = a.attr;
                      s->srq = ibv_create_srq_ex(ctx.ctx, &ia);
                      if (!s->srq)
                          raise_rdma_errno("Failed to create SRQ (errno is " + std::to_string(errno) + ")");
                      a.attr.attr = ia.attr;
                      s->adopt(creator, ctx);
-                     for (py::object* dep : {&a.pd, &a.cq})
+                     for (py::object* dep : {&a.pd, &a.cq, &a.xrcd})
                          if (*dep && !dep->is_none())
                              s->depend_on(*dep, dep->cast<CM&>());
                      s->pd = a.pd;
