@@ -21,14 +21,7 @@ public:
 
 protected:
     void release() override {
-        if (!cntr)
-            return;
-        ibv_comp_cntr* c = cntr;
-        cntr = nullptr;
-        if (int rc = ibv_destroy_comp_cntr(c)) {
-            cntr = c;
-            raise_rdma("Failed to destroy comp_cntr", rc);
-        }
+        destroy_once(cntr, ibv_destroy_comp_cntr, "Failed to destroy comp_cntr");
         context = py::object();
     }
 };

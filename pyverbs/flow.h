@@ -23,14 +23,7 @@ public:
 
 protected:
     void release() override {
-        if (!flow)
-            return;
-        ibv_flow* f = flow;
-        flow = nullptr;
-        if (int rc = ibv_destroy_flow(f)) {
-            flow = f;
-            raise_rdma("Failed to destroy Flow", rc);
-        }
+        destroy_once(flow, ibv_destroy_flow, "Failed to destroy Flow");
         qp = py::object();
     }
 };

@@ -64,16 +64,7 @@ public:
     py::object pd;
 
 protected:
-    void release() override {
-        if (!mw)
-            return;
-        ibv_mw* w = mw;
-        mw = nullptr;
-        if (int rc = ibv_dealloc_mw(w)) {
-            mw = w;
-            raise_rdma("Failed to dealloc MW", rc);
-        }
-    }
+    void release() override { destroy_once(mw, ibv_dealloc_mw, "Failed to dealloc MW"); }
 };
 
 // pyverbs.mr.MWBindInfo: what a bind gives the window (an MR's range and

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pyverbs {
@@ -40,18 +41,12 @@ public:
 
 protected:
     void release() override {
-        if (!pd)
-            return;
-        ibv_pd* p = pd;
-        pd = nullptr;
-        if (imported) {
-            ibv_unimport_pd(p);
+        if (pd && imported) {
+            // (the PD is the original's, in another context or process)
+            ibv_unimport_pd(std::exchange(pd, nullptr));
             return;
         }
-        if (int rc = ibv_dealloc_pd(p)) {
-            pd = p;
-            raise_rdma("Failed to dealloc PD", rc);
-        }
+        destroy_once(pd, ibv_dealloc_pd, "Failed to dealloc PD");
     }
 };
 
@@ -94,12 +89,7 @@ protected:
             ibv_ack_cq_events(cq, events_unacked);
             events_unacked = 0;
         }
-        ibv_cq* c = cq;
-        cq = nullptr;
-        if (int rc = ibv_destroy_cq(c)) {
-            cq = c;
-            raise_rdma("Failed to close CQ", rc);
-        }
+        destroy_once(cq, ibv_destroy_cq, "Failed to close CQ");
     }
 };
 
@@ -128,12 +118,8 @@ protected:
             ibv_ack_cq_events(ibv_cq_ex_to_cq(cq), events_unacked);
             events_unacked = 0;
         }
-        ibv_cq_ex* c = cq;
-        cq = nullptr;
-        if (int rc = ibv_destroy_cq(ibv_cq_ex_to_cq(c))) {
-            cq = c;
-            raise_rdma("Failed to destroy CQEX", rc);
-        }
+        destroy_once(
+            cq, [](ibv_cq_ex* c) { return ibv_destroy_cq(ibv_cq_ex_to_cq(c)); }, "Failed to destroy CQEX");
     }
 };
 
@@ -190,16 +176,7 @@ public:
     py::object pd;
 
 protected:
-    void release() override {
-        if (!ah)
-            return;
-        ibv_ah* a = ah;
-        ah = nullptr;
-        if (int rc = ibv_destroy_ah(a)) {
-            ah = a;
-            raise_rdma("Failed to destroy AH", rc);
-        }
-    }
+    void release() override { destroy_once(ah, ibv_destroy_ah, "Failed to destroy AH"); }
 };
 
 // pyverbs.srq.SRQ
@@ -210,16 +187,7 @@ public:
     py::object pd;
 
 protected:
-    void release() override {
-        if (!srq)
-            return;
-        ibv_srq* s = srq;
-        srq = nullptr;
-        if (int rc = ibv_destroy_srq(s)) {
-            srq = s;
-            raise_rdma("Failed to destroy SRQ", rc);
-        }
-    }
+    void release() override { destroy_once(srq, ibv_destroy_srq, "Failed to destroy SRQ"); }
 };
 
 // pyverbs.qp.QP
@@ -231,16 +199,7 @@ public:
     py::object pd, scq, rcq, srq, context;
 
 protected:
-    void release() override {
-        if (!qp)
-            return;
-        ibv_qp* q = qp;
-        qp = nullptr;
-        if (int rc = ibv_destroy_qp(q)) {
-            qp = q;
-            raise_rdma("Failed to destroy QP", rc);
-        }
-    }
+    void release() override { destroy_once(qp, ibv_destroy_qp, "Failed to destroy QP"); }
 };
 
 // pyverbs.qp.QPEx: a QP whose sends are built with the ibv_wr_* calls.

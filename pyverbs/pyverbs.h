@@ -132,6 +132,21 @@ private:
     std::vector<std::weak_ptr<CM>> children_;
 };
 
+// Frees the C object in `slot` with `destroy` (returning 0 or an errno),
+// once: the slot is empty from then on. If the verb refuses (EBUSY ...),
+// the object stays as it was and the refusal is raised as `msg`.
+template <class T, class F>
+void destroy_once(T*& slot, F destroy, const char* msg) {
+    if (!slot)
+        return;
+    T* p = slot;
+    slot = nullptr;
+    if (int rc = destroy(p)) {
+        slot = p;
+        raise_rdma(msg, rc);
+    }
+}
+
 // The C++ object of a Python object of class T (or a subclass), or null.
 // The usual case, an object of exactly the registered class, is a type
 // compare and a load (pybind11's own cast looks the type up by name on

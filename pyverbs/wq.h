@@ -19,14 +19,7 @@ public:
 
 protected:
     void release() override {
-        if (!wq)
-            return;
-        ibv_wq* w = wq;
-        wq = nullptr;
-        if (int rc = ibv_destroy_wq(w)) {
-            wq = w;
-            raise_rdma("Failed to dealloc WQ", rc);
-        }
+        destroy_once(wq, ibv_destroy_wq, "Failed to dealloc WQ");
         context = pd = cq = py::object();
     }
 };
@@ -43,14 +36,7 @@ public:
 
 protected:
     void release() override {
-        if (!table)
-            return;
-        ibv_rwq_ind_table* t = table;
-        table = nullptr;
-        if (int rc = ibv_destroy_rwq_ind_table(t)) {
-            table = t;
-            raise_rdma("Failed to dealloc RWQ IND TBL", rc);
-        }
+        destroy_once(table, ibv_destroy_rwq_ind_table, "Failed to dealloc RWQ IND TBL");
         context = py::object();
     }
 };

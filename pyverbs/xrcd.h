@@ -22,14 +22,7 @@ public:
 
 protected:
     void release() override {
-        if (!xrcd)
-            return;
-        ibv_xrcd* x = xrcd;
-        xrcd = nullptr;
-        if (int rc = ibv_close_xrcd(x)) {
-            xrcd = x;
-            raise_rdma("Failed to dealloc XRCD", rc);
-        }
+        destroy_once(xrcd, ibv_close_xrcd, "Failed to dealloc XRCD");
         context = py::object();
     }
 };
