@@ -7,10 +7,10 @@ import sys
 import time
 
 from pyverbs import device as d
-from pyverbs.addr import AHAttr
+from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
-from pyverbs.enums import (IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE, IBV_QPT_RC,
-                           IBV_WR_RDMA_WRITE)
+from pyverbs.enums import (IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_WRITE,
+                           IBV_LINK_LAYER_ETHERNET, IBV_QPT_RC, IBV_WR_RDMA_WRITE)
 from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
@@ -31,7 +31,10 @@ for me, peer in ((qps[0], qps[1]), (qps[1], qps[0])):
     attr = QPAttr(port_num=1)
     attr.qp_access_flags = ACCESS
     attr.dest_qp_num = peer.qp_num
-    attr.ah_attr = AHAttr(dlid=port.lid, port_num=1)
+    if port.link_layer == IBV_LINK_LAYER_ETHERNET:  # (RoCE: by GID)
+        attr.ah_attr = AHAttr(is_global=1, gr=GlobalRoute(dgid=ctx.query_gid(1, 1), sgid_index=1), port_num=1)
+    else:
+        attr.ah_attr = AHAttr(dlid=port.lid, port_num=1)
     attr.max_dest_rd_atomic = attr.max_rd_atomic = 1
     attr.min_rnr_timer, attr.timeout, attr.retry_cnt, attr.rnr_retry = 12, 14, 7, 7
     me.to_rts(attr)
