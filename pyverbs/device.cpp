@@ -1,6 +1,8 @@
 // pyverbs.device: devices, Context (an opened device) and what it answers
 // to queries: device, port, GID and P_Key attributes, async events.
 #include "dm.h"
+// pyverbs.cmid: Context(cmid=...)
+#include "cmid.h"
 
 #include <pybind11/stl.h>
 
@@ -342,14 +344,9 @@ std::shared_ptr<Context> open_context(py::kwargs kw) {
         c->name = ibv_get_device_name(c->ctx->device);
         return c;
     }
-    if (kw.contains("cmid") && !kw["cmid"].is_none()) {
-        // A CMID's device: the CM owns the context, this object only names it.
-        py::object cmid = kw["cmid"];
-        c->ctx = reinterpret_cast<ibv_context*>(cmid.attr("_context_ptr")().cast<uintptr_t>());
-        c->imported = true;
-        c->name = ibv_get_device_name(c->ctx->device);
-        return c;
-    }
+    // pyverbs.cmid: a CMID's device, which librdmacm owns (cmid.h).
+    if (kw.contains("cmid") && !kw["cmid"].is_none())
+        return context_of_cmid(kw["cmid"]);
     if (!kw.contains("name") || kw["name"].is_none())
         raise_user("Device name must be provided");
     std::string name = kw["name"].cast<std::string>();

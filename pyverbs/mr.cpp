@@ -3,6 +3,8 @@
 // windows and what binds them, and DMA handles.
 #include "dm.h"
 #include "mr.h"
+// pyverbs.cmid: MR(creator=cmid, ...)
+#include "cmid.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -51,8 +53,36 @@ void free_buffer(MR& mr) {
     mr.owned = mr.buf = nullptr;
 }
 
+// --- pyverbs.cmid: MR(creator=cmid, length, access) registers through the
+// CMID (rdma_reg_msgs, rdma_reg_write or rdma_reg_read as access is
+// IBV_ACCESS_LOCAL_WRITE, _REMOTE_WRITE or _REMOTE_READ; cmid.h); the CMID
+// closes it first.
+std::shared_ptr<MR> make_cmid_mr(py::object creator, size_t length, int access, py::object address) {
+    CMID& cmid = cmid_arg(creator);
+    auto mr = std::make_shared<MR>();
+    mr->length = length;
+    if (!address.is_none())
+        mr->buf = reinterpret_cast<void*>(address.cast<uintptr_t>());
+    else
+        alloc_buffer(*mr, length, access);
+    mr->mr = reg_mr_on_cmid(cmid, mr->buf, length, access);
+    if (!mr->mr) {
+        int e = errno;
+        free_buffer(*mr);
+        raise_rdma("Failed to register a MR. length: " + std::to_string(length) +
+                       ", access flags: " + std::to_string(access),
+                   e);
+    }
+    mr->pd = creator;
+    mr->adopt(creator, cmid);
+    return mr;
+}
+// --- end pyverbs.cmid
+
 std::shared_ptr<MR> make_mr(py::object creator, size_t length, int access, py::object address, bool implicit,
                             py::kwargs kw) {
+    if (is_cmid(creator))
+        return make_cmid_mr(creator, length, access, address);
     PD& pd = open_arg<PD>(creator, "PD");
     auto mr = std::make_shared<MR>();
     mr->length = length;

@@ -1,11 +1,16 @@
 // pyverbs.pd: protection domains.
 #include "objects.h"
+// pyverbs.cmid: PD(creator=cmid)
+#include "cmid.h"
 
 using namespace pyverbs;
 
 namespace {
 
 std::shared_ptr<PD> make_pd(py::object creator, py::kwargs kw) {
+    // pyverbs.cmid: a CMID's PD is librdmacm's PD of its device (cmid.h).
+    if (is_cmid(creator))
+        return pd_of_cmid(creator);
     Context& ctx = open_arg<Context>(creator, "Context");
     auto pd = std::make_shared<PD>();
     if (kw.contains("handle") && !kw["handle"].is_none()) {
