@@ -1,4 +1,4 @@
-# pyverbs/enums.cmake: the generated enum modules (pyverbs.libibverbs_enums, pyverbs.librdmacm_enums) and their old names.
+# pyverbs/enums.cmake: the generated enum modules (pyverbs.libibverbs_enums, pyverbs.librdmacm_enums) and their old names; pyverbs_enum_module() also makes the providers' (providers/*/CMakeLists.txt).
 #
 # gen_enums.py writes one C++ source per module into the build tree from
 # enums.list and the public headers it is given; the compiler supplies the
@@ -8,20 +8,35 @@
 set(PYVERBS_GEN_ENUMS ${CMAKE_CURRENT_SOURCE_DIR}/gen_enums.py)
 set(PYVERBS_ENUMS_LIST ${CMAKE_CURRENT_SOURCE_DIR}/enums.list)
 
-# pyverbs_enum_module(NAME HEADERS h... [LINK target...]): the headers are
-# parsed for names and included by the generated source, in this order.
+# pyverbs_enum_module(NAME [SUBDIR dir] HEADERS h... [LINK target...]): the
+# headers are parsed for names and included by the generated source, in this
+# order. With SUBDIR (providers/mlx5) the module is pyverbs.providers.mlx5.NAME
+# and its section of enums.list [providers.mlx5.NAME]; the headers must be
+# where a user includes them from (under an include directory: the build
+# tree's copies of a provider's headers).
 function(pyverbs_enum_module name)
-  cmake_parse_arguments(PE "" "" "HEADERS;LINK" ${ARGN})
-  set(out ${CMAKE_CURRENT_BINARY_DIR}/${name}.cpp)
+  cmake_parse_arguments(PE "" "SUBDIR" "HEADERS;LINK" ${ARGN})
+  set(section ${name})
+  set(target pyverbs_${name})
+  set(subdir)
+  if(PE_SUBDIR)
+    string(REPLACE "/" "." dotted ${PE_SUBDIR})
+    string(REPLACE "/" "_" tag ${PE_SUBDIR})
+    set(section ${dotted}.${name})
+    set(target pyverbs_${tag}_${name})
+    set(subdir SUBDIR ${PE_SUBDIR})
+  endif()
+  string(REPLACE "." "_" stem ${section})
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/${stem}.cpp)
   add_custom_command(OUTPUT ${out}
     COMMAND ${Python_EXECUTABLE} ${PYVERBS_GEN_ENUMS} --list ${PYVERBS_ENUMS_LIST}
-            --module ${name} --output ${out} ${PE_HEADERS}
+            --module ${section} --output ${out} ${PE_HEADERS}
     DEPENDS ${PYVERBS_GEN_ENUMS} ${PYVERBS_ENUMS_LIST} ${PE_HEADERS}
-    COMMENT "Generating pyverbs.${name} from enums.list"
+    COMMENT "Generating pyverbs.${section} from enums.list"
     VERBATIM)
-  pyverbs_module(${name} ${out})
+  pyverbs_module(${name} ${subdir} ${out})
   if(PE_LINK)
-    target_link_libraries(pyverbs_${name} PRIVATE ${PE_LINK})
+    target_link_libraries(${target} PRIVATE ${PE_LINK})
   endif()
 endfunction()
 

@@ -7,6 +7,9 @@ the compiler, which sees the very headers the libraries are built with, so
 the tables cannot disagree with them.
 
 usage: gen_enums.py --list enums.list --module NAME --output OUT.cpp HEADER...
+
+NAME is the module's name under pyverbs, and its section in the list:
+libibverbs_enums, or providers.mlx5.mlx5_enums for a provider's module.
 """
 
 import argparse
@@ -98,7 +101,8 @@ def include_name(path):
 def read_list(path, module):
     """The (enums, constants) entries of [module] in the list file.
 
-    enums: [(name, [excluded enumerators])]; constants: [(python, c)].
+    enums: [(name, [excluded enumerators], [listed members] or None)];
+    constants: [(python, c)].
     """
     enums, consts, current, seen = [], [], None, False
     with open(path, encoding='utf-8') as f:
@@ -115,9 +119,11 @@ def read_list(path, module):
                 continue
             words = line.split()
             if words[0] == 'enum' and len(words) == 2:
-                enums.append((words[1], []))
+                enums.append((words[1], [], None))
             elif words[0] == 'enum' and len(words) > 3 and words[2] == 'except':
-                enums.append((words[1], words[3:]))
+                enums.append((words[1], words[3:], None))
+            elif words[0] == 'enum' and len(words) > 3 and words[2] == '=':
+                enums.append((words[1], [], words[3:]))
             elif words[0] == 'const' and len(words) == 2:
                 consts.append((words[1], words[1]))
             elif words[0] == 'const' and len(words) == 4 and words[2] == '=':
@@ -129,10 +135,26 @@ def read_list(path, module):
     return enums, consts
 
 
+def known(headers, cname):
+    """Whether cname is an enumerator or a macro of one of the headers."""
+    return any(cname in h.anonymous or h.defines(cname)
+               or any(cname in m for m in h.enums.values()) for h in headers)
+
+
 def resolve(headers, enums, consts):
     """Each listed enum's kept enumerators, checked against the headers."""
     tables = []
-    for name, excluded in enums:
+    for name, excluded, listed in enums:
+        if listed is not None:
+            # A C enum our headers spell under another name (mlx5_api.h
+            # #defines the mlx5dv names of the kernel's enums): its members
+            # are listed, each an enumerator or macro of the headers.
+            unknown = [x for x in listed if not known(headers, x)]
+            if unknown:
+                raise Error('enum %s: %s neither an enumerator nor a macro of the headers given'
+                            % (name, ', '.join(unknown)))
+            tables.append((name, listed))
+            continue
         found = [h for h in headers if name in h.enums]
         if not found:
             raise Error('enum %s is in no header given (%s)'
@@ -149,8 +171,7 @@ def resolve(headers, enums, consts):
             raise Error('enum %s would have no member' % name)
         tables.append((name, kept))
     for _, cname in consts:
-        if not any(cname in h.anonymous or h.defines(cname)
-                   or any(cname in m for m in h.enums.values()) for h in headers):
+        if not known(headers, cname):
             raise Error('constant %s is neither an enumerator nor a macro of the headers given'
                         % cname)
     return tables
@@ -177,11 +198,12 @@ def render(module, list_path, headers, tables, consts):
         for m in members:
             w('    {"%s", %s},' % (m, m))
         w('};')
-    w('')
-    w('const Enum enum_list[] = {')
-    for name, _ in tables:
-        w('    {"%s", members_%s},' % (name, name))
-    w('};')
+    if tables:
+        w('')
+        w('const Enum enum_list[] = {')
+        for name, _ in tables:
+            w('    {"%s", members_%s},' % (name, name))
+        w('};')
     if consts:
         w('')
         w('const Value constants[] = {')
@@ -191,10 +213,17 @@ def render(module, list_path, headers, tables, consts):
     w('')
     w('}  // namespace')
     w('')
-    w('PYBIND11_MODULE(%s, m) {' % module)
-    w('    m.doc() = "The enumerations of %s as IntEnum classes, '
-      'each member also a module attribute";' % ', '.join('<%s>' % h.include for h in headers))
-    w('    pyverbs::enums::define(m, enum_list, %s);' % ('constants' if consts else '{}'))
+    # (the extension's own name is the last part of a dotted module name)
+    w('PYBIND11_MODULE(%s, m) {' % module.rsplit('.', 1)[-1])
+    includes = ', '.join('<%s>' % h.include for h in headers)
+    if tables:
+        w('    m.doc() = "The enumerations of %s as IntEnum classes, '
+          'each member also a module attribute";' % includes)
+    else:
+        # (a module of anonymous enumerators only: efa_enums)
+        w('    m.doc() = "The constants of %s as module attributes";' % includes)
+    w('    pyverbs::enums::define(m, %s, %s);' % ('enum_list' if tables else '{}',
+                                                  'constants' if consts else '{}'))
     w('}')
     return '\n'.join(out) + '\n'
 
@@ -203,7 +232,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--list', required=True, help='the enums.list file')
     ap.add_argument('--module', required=True,
-                    help='the section of the list, e.g. libibverbs_enums')
+                    help='the section of the list, e.g. libibverbs_enums or providers.mlx5.mlx5_enums')
     ap.add_argument('--output', required=True, help='the C++ file to write')
     ap.add_argument('headers', nargs='+', help='the public headers, included in this order')
     args = ap.parse_args(argv)

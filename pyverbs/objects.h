@@ -196,7 +196,7 @@ public:
     ~QP() override { close_quietly(); }
     ibv_qp* qp = nullptr;
     ibv_qp_ex* qpx = nullptr;  // QPEx's, when created with send ops flags
-    py::object pd, scq, rcq, srq, context;
+    py::object pd, scq, rcq, srq, context, ind_table;
 
 protected:
     void release() override { destroy_once(qp, ibv_destroy_qp, "Failed to destroy QP"); }

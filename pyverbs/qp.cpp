@@ -163,6 +163,7 @@ std::shared_ptr<T> make_qp(py::object creator, py::object init_attr, py::object 
         for (py::object* dep : {&ia.xrcd, &ia.ind_table})
             if (*dep && !dep->is_none())
                 qp->depend_on(*dep, dep->cast<CM&>());
+        qp->ind_table = ia.ind_table ? ia.ind_table : py::none();
         bind_relations(*qp, ia);
         if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
             qp->qpx = ibv_qp_to_qp_ex(qp->qp);
@@ -651,6 +652,8 @@ PYBIND11_MODULE(qp, m) {
         .def_property(
             "wr_flags", [](py::handle self) { return qpx_of(self)->wr_flags; },
             [](py::handle self, unsigned v) { qpx_of(self)->wr_flags = v; })
+        .def_property_readonly(
+            "ind_table", [](py::handle self) { return qp_of(self).ind_table ? qp_of(self).ind_table : py::none(); })
         .def("wr_start", [](py::handle self) { ibv_wr_start(qpx_of(self)); })
         .def("wr_complete",
              [](py::handle self) {
