@@ -350,28 +350,13 @@ std::shared_ptr<Context> open_context(py::kwargs kw) {
     if (!kw.contains("name") || kw["name"].is_none())
         raise_user("Device name must be provided");
     std::string name = kw["name"].cast<std::string>();
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    if (!list)
-        raise_rdma("Failed to get devices list", -1);
-    ibv_device* dev = nullptr;
-    for (int i = 0; i < n; i++)
-        if (name == ibv_get_device_name(list[i]))
-            dev = list[i];
-    if (!dev) {
-        ibv_free_device_list(list);
-        raise_rdma("Failed to find device " + name, -1);
-    }
+    DeviceByName found(name);
     c->name = name;
     // Provider-specific attributes: the provider's Context subclass opens it.
     if (!kw.contains("attr") || kw["attr"].is_none()) {
-        c->ctx = ibv_open_device(dev);
-        int e = errno;
-        ibv_free_device_list(list);
+        c->ctx = ibv_open_device(found.dev);
         if (!c->ctx)
-            raise_rdma("Failed to open device " + name, e);
-    } else {
-        ibv_free_device_list(list);
+            raise_rdma_errno("Failed to open device " + name);
     }
     return c;
 }

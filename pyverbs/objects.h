@@ -31,6 +31,37 @@ protected:
     }
 };
 
+// The device list and the device of a given name in it, both valid while
+// this object lives (the list is freed with it). Raises the reference's
+// errors: no list, no such device.
+class DeviceByName {
+public:
+    explicit DeviceByName(const std::string& name) {
+        int n = 0;
+        list_ = ibv_get_device_list(&n);
+        if (!list_)
+            raise_rdma("Failed to get devices list", -1);
+        for (int i = 0; i < n; i++)
+            if (name == ibv_get_device_name(list_[i]))
+                dev = list_[i];
+        if (!dev) {
+            ibv_free_device_list(std::exchange(list_, nullptr));
+            raise_rdma("Failed to find device " + name, -1);
+        }
+    }
+    ~DeviceByName() {
+        if (list_)
+            ibv_free_device_list(list_);
+    }
+    DeviceByName(const DeviceByName&) = delete;
+    DeviceByName& operator=(const DeviceByName&) = delete;
+
+    ibv_device* dev = nullptr;
+
+private:
+    ibv_device** list_ = nullptr;
+};
+
 // pyverbs.pd.PD
 class PD : public CM {
 public:

@@ -424,32 +424,15 @@ std::shared_ptr<Mlx5Context> open_mlx5_context(py::object attr, py::object name_
     if (name_obj.is_none())
         raise_user("Device name must be provided");
     std::string name = name_obj.cast<std::string>();
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    if (!list)
-        raise_rdma("Failed to get devices list", -1);
-    ibv_device* dev = nullptr;
-    for (int i = 0; i < n; i++)
-        if (name == ibv_get_device_name(list[i]))
-            dev = list[i];
-    if (!dev) {
-        ibv_free_device_list(list);
-        raise_rdma("Failed to find device " + name, -1);
-    }
-    if (!mlx5dv_is_supported(dev)) {
-        ibv_free_device_list(list);
+    DeviceByName found(name);
+    if (!mlx5dv_is_supported(found.dev))
         raise_user("This is not an MLX5 device");
-    }
     auto c = std::make_shared<Mlx5Context>();
     c->name = name;
     mlx5dv_context_attr cattr = a.attr;
-    c->ctx = mlx5dv_open_device(dev, &cattr);
-    int e = errno;
-    ibv_free_device_list(list);
-    if (!c->ctx) {
-        errno = e;
+    c->ctx = mlx5dv_open_device(found.dev, &cattr);
+    if (!c->ctx)
         raise_rdma_errno("Failed to open mlx5 context on " + name);
-    }
     return c;
 }
 
