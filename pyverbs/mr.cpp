@@ -57,22 +57,29 @@ void free_buffer(MR& mr) {
 // CMID (rdma_reg_msgs, rdma_reg_write or rdma_reg_read as access is
 // IBV_ACCESS_LOCAL_WRITE, _REMOTE_WRITE or _REMOTE_READ; cmid.h); the CMID
 // closes it first.
-std::shared_ptr<MR> make_cmid_mr(py::object creator, size_t length, int access, py::object address) {
-    CMID& cmid = cmid_arg(creator);
-    auto mr = std::make_shared<MR>();
-    mr->length = length;
+// The caller's address or a buffer of our own, registered by `reg`; a
+// failed registration frees the buffer and raises the reference's message.
+template <class Reg>
+void register_buffer(MR& mr, const py::object& address, size_t length, int access, Reg reg) {
+    mr.length = length;
     if (!address.is_none())
-        mr->buf = reinterpret_cast<void*>(address.cast<uintptr_t>());
+        mr.buf = reinterpret_cast<void*>(address.cast<uintptr_t>());
     else
-        alloc_buffer(*mr, length, access);
-    mr->mr = reg_mr_on_cmid(cmid, mr->buf, length, access);
-    if (!mr->mr) {
+        alloc_buffer(mr, length, access);
+    mr.mr = reg(mr.buf);
+    if (!mr.mr) {
         int e = errno;
-        free_buffer(*mr);
+        free_buffer(mr);
         raise_rdma("Failed to register a MR. length: " + std::to_string(length) +
                        ", access flags: " + std::to_string(access),
                    e);
     }
+}
+
+std::shared_ptr<MR> make_cmid_mr(py::object creator, size_t length, int access, py::object address) {
+    CMID& cmid = cmid_arg(creator);
+    auto mr = std::make_shared<MR>();
+    register_buffer(*mr, address, length, access, [&](void* buf) { return reg_mr_on_cmid(cmid, buf, length, access); });
     mr->pd = creator;
     mr->adopt(creator, cmid);
     return mr;
@@ -99,19 +106,8 @@ std::shared_ptr<MR> make_mr(py::object creator, size_t length, int access, py::o
         if (!mr->mr)
             raise_rdma_errno("Failed to register an implicit MR");
     } else {
-        if (!address.is_none()) {
-            mr->buf = reinterpret_cast<void*>(address.cast<uintptr_t>());
-        } else {
-            alloc_buffer(*mr, length, access);
-        }
-        mr->mr = ibv_reg_mr(pd.pd, mr->buf, length, access);
-        if (!mr->mr) {
-            int e = errno;
-            free_buffer(*mr);
-            raise_rdma("Failed to register a MR. length: " + std::to_string(length) +
-                           ", access flags: " + std::to_string(access),
-                       e);
-        }
+        register_buffer(*mr, address, length, access,
+                        [&](void* buf) { return ibv_reg_mr(pd.pd, buf, length, access); });
     }
     mr->pd = creator;
     mr->adopt(creator, pd);
