@@ -402,8 +402,13 @@ print(json.dumps([outcome(lambda: uar(dve._MLX5DV_UAR_ALLOC_TYPE_BF)),
         uars[1].close()
 
     def test_clock(self):
-        first = Mlx5Context.device_timestamp_to_ns(self.ctx, 1000)
-        later = Mlx5Context.device_timestamp_to_ns(self.ctx, 1000 + 10 ** 9)
+        # Timestamps near the device's current clock: a fixed small value
+        # would fall behind the clock info's last cycles once the emulator
+        # has run for a while, and the masked delta would wrap.
+        sec, nsec = self.ctx.query_rt_values_ex()
+        now = sec * 10 ** 9 + nsec
+        first = Mlx5Context.device_timestamp_to_ns(self.ctx, now)
+        later = Mlx5Context.device_timestamp_to_ns(self.ctx, now + 10 ** 6)
         self.assertGreater(later, first)
 
     def test_close_closes_children(self):

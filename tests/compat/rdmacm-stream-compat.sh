@@ -42,7 +42,7 @@
 # test:test, test:ref, ref:test and, with the lib side, lib:lib
 # (server:client), each compared with the baseline, server and client
 # output alike. Usage errors leave the lib side out (they come before any
-# library call). A connected case that differs is run once more (with
+# library call). A connected case that differs is run up to twice more (each
 # a fresh baseline) before it counts. The client starts once the server
 # listens: an rdma_cm listener on the port (rdma resource show cm_id) or a
 # TCP one (/proc/net/tcp). rcopy's server never ends by itself; it is
@@ -459,11 +459,15 @@ connected() {
 		cases=$((cases + 1))
 		sside=${combo%:*} cside=${combo#*:}
 		local o="$work/$n.$sside-$cside"
-		for attempt in 1 2; do
+		for attempt in 1 2 3; do
 			pair "$o" "$sside" "$cside"
 			same_pair "$work/$n.base" "$o" && break
-			[ $attempt = 1 ] || break
-			# Rerun the baseline too: the difference may be its flake.
+			[ $attempt = 3 ] && break
+			# Rerun the baseline too: the difference may be its flake
+			# (Debian's rstream -T async ends with POLLHUP, status 16,
+			# when the server's disconnect reaches its last rpoll
+			# together with the data, a race a loaded host loses in
+			# both of two runs now and then).
 			pair "$work/$n.base" ref ref
 		done
 		read -r src <"$work/$n.base.server.rc"
@@ -474,7 +478,7 @@ connected() {
 		label="[server $slabel, client $label]"
 		if [ -z "$bad" ]; then
 			local note=""
-			[ "$attempt" = 1 ] || note=" (2nd try)"
+			[ "$attempt" = 1 ] || note=" (try $attempt)"
 			report "$what $label" "exit $src/$crc$note"
 		else
 			report "$what $label" "" "$bad"
