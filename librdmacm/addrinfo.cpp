@@ -96,27 +96,26 @@ Result<int> fill(const char* node, const char* service, const rdma_addrinfo& h, 
         }
         return 0;
     }
-    // Everything comes from the hints' own addresses.
+    // Neither a node nor a service: the result is the hints themselves,
+    // taken as given (the reference neither defaults the transport nor
+    // derives the family from the addresses, and empty hints are a valid,
+    // empty answer).
+    rai->ai_flags = h.ai_flags;
     rai->ai_family = h.ai_family;
-    fill_transport(rai, h, socktype_of(h));
+    rai->ai_qp_type = h.ai_qp_type;
+    rai->ai_port_space = h.ai_port_space;
     if (h.ai_src_addr && h.ai_src_len) {
         rai->ai_src_addr = copy_addr(h.ai_src_addr, h.ai_src_len);
         rai->ai_src_len = h.ai_src_len;
         if (!rai->ai_src_addr)
             return Errno{ENOMEM};
-        if (!rai->ai_family)
-            rai->ai_family = h.ai_src_addr->sa_family;
     }
     if (h.ai_dst_addr && h.ai_dst_len) {
         rai->ai_dst_addr = copy_addr(h.ai_dst_addr, h.ai_dst_len);
         rai->ai_dst_len = h.ai_dst_len;
         if (!rai->ai_dst_addr)
             return Errno{ENOMEM};
-        if (!rai->ai_family)
-            rai->ai_family = h.ai_dst_addr->sa_family;
     }
-    if (!rai->ai_src_addr && !rai->ai_dst_addr)
-        return Errno{EINVAL};
     return 0;
 }
 
@@ -143,7 +142,9 @@ RDMACM_EXPORT void rdma_freeaddrinfo(rdma_addrinfo* res) {
 RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
                                    rdma_addrinfo** res) {
     return rdma::entry_minus_one([&]() -> Result<int> {
-        if (!res)
+        // Nothing to look up and nothing to copy: EINVAL before the
+        // library looks for devices, as the reference checks.
+        if (!res || (!node && !service && !hints))
             return Errno{EINVAL};
         if (Status s = init(); !s.ok())
             return Errno{s.error()};
@@ -153,8 +154,9 @@ RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service, const 
         auto* rai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
         if (!rai)
             return Errno{ENOMEM};
-        // Of the caller's flags only RAI_PASSIVE describes the result (the
-        // reference reports no others back).
+        // After a lookup only RAI_PASSIVE describes the result (the
+        // reference reports no others back); fill() keeps all of them
+        // when the hints are the answer.
         rai->ai_flags = h.ai_flags & RAI_PASSIVE;
         Result<int> ret = fill(node, service, h, rai);
         bool ok = ret.ok() && ret.value() == 0;

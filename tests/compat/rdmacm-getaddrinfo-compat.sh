@@ -25,11 +25,17 @@ check() {  # name: compare ref.out and ours.out
 }
 
 cases=("10.78.0.1 7471" "10.78.0.1 7471 passive" "10.78.0.1 7471 udp" "10.78.0.1 7471 noroute"
-       "10.78.0.1 7471 numeric" "10.78.0.1 7471 family" "::1 7471" " 7471 passive"
-       "not-an-address 1 numeric" "10.78.0.1 no-such-service")
+       "10.78.0.1 7471 numeric" "10.78.0.1 7471 family" "::1 7471" "'' 7471 passive"
+       "not-an-address 1 numeric" "10.78.0.1 no-such-service"
+       # No node and no service: the hints are the answer (or EINVAL
+       # without hints, checked before any device is looked for).
+       "'' '' nohints" "'' ''" "'' '' passive numeric udp ud" "'' '' noroute family"
+       "'' '' src=10.78.0.1" "'' '' dst=10.78.0.1" "'' '' passive src=10.78.0.1 dst=10.78.0.1"
+       "'' '' ud" "'' 7471 passive src=10.78.0.1" "10.78.0.1 7471 src=10.78.0.1")
 for c in "${cases[@]}"; do
-    timeout 20 "$ref" $c > "$work/ref.out" 2>&1; echo "exit $?" >> "$work/ref.out"
-    timeout 20 "$ours" $c > "$work/ours.out" 2>&1; echo "exit $?" >> "$work/ours.out"
+    eval "set -- $c"
+    timeout 20 "$ref" "$@" > "$work/ref.out" 2>&1; echo "exit $?" >> "$work/ref.out"
+    timeout 20 "$ours" "$@" > "$work/ours.out" 2>&1; echo "exit $?" >> "$work/ours.out"
     check "rdma_getaddrinfo $c"
 done
 
