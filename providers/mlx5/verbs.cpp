@@ -38,7 +38,11 @@ extern "C" struct ibv_wq* mlx5dv_create_wq(struct ibv_context*, struct ibv_wq_in
     return fail_null<ibv_wq>();
 }
 
-extern "C" int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex*, uint64_t) { return kNoProvider; }
+// Its convention is a count of canceled requests or -errno: a positive
+// EOPNOTSUPP would read as "95 canceled". The reference needs DEVX for it
+// (a QP created with MLX5DV_QP_CREATE_SIG_PIPELINING), which no context of
+// ours has, so it always fails here.
+extern "C" int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex*, uint64_t) { return -kNoProvider; }
 
 extern "C" int mlx5dv_map_ah_to_qp(struct ibv_ah*, uint32_t) { return kNoProvider; }
 

@@ -527,12 +527,10 @@ class Mlx5Traffic(PairTestCase):
                 call()
             self.assertEqual(cm.exception.error_code, errno.EOPNOTSUPP)
 
-    @unittest.expectedFailure
     def test_cancel_posted_send_wrs(self):
-        # Debian's libmlx5 answers a negative errno (-EPROTONOSUPPORT on the
-        # emulated device), which the reference raises; ours returns
-        # EOPNOTSUPP positive, which the reference's code takes for a count
-        # of canceled requests (providers/mlx5/verbs.cpp: a libmlx5 issue).
+        # A negative errno, raised (Debian's libmlx5 answers
+        # -EPROTONOSUPPORT on the emulated device, which refuses DEVX; ours
+        # -EOPNOTSUPP without DEVX): a positive value would be a count.
         with self.assertRaises(PyverbsRDMAError):
             self.a.qp.cancel_posted_send_wrs(1)
 
