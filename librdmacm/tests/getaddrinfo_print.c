@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
         }
     }
     errno = 0;
-    int ret = rdma_getaddrinfo(argv[1][0] ? argv[1] : NULL, argv[2][0] ? argv[2] : NULL, use_hints ? &hints : NULL,
-                               &res);
+    int ret =
+        rdma_getaddrinfo(argv[1][0] ? argv[1] : NULL, argv[2][0] ? argv[2] : NULL, use_hints ? &hints : NULL, &res);
     if (ret) {
         printf("ret %d errno %d (%s)\n", ret, errno, ret < 0 && ret != -1 ? gai_strerror(ret) : strerror(errno));
         return 1;
