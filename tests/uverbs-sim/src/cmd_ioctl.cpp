@@ -274,6 +274,7 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_MR:
     case UVERBS_OBJECT_MW:
     case UVERBS_OBJECT_ASYNC_EVENT:
+    case UVERBS_OBJECT_XRCD:
     case MLX5_IB_OBJECT_UAR: return true;
     default: return false;
     }
@@ -568,6 +569,10 @@ constexpr WriteCmd kWriteCmds[] = {
     {IB_USER_VERBS_CMD_MODIFY_SRQ, sizeof(ib_uverbs_modify_srq), 0},
     {IB_USER_VERBS_CMD_QUERY_SRQ, sizeof(ib_uverbs_query_srq), sizeof(ib_uverbs_query_srq_resp)},
     {IB_USER_VERBS_CMD_DESTROY_SRQ, sizeof(ib_uverbs_destroy_srq), sizeof(ib_uverbs_destroy_srq_resp)},
+    {IB_USER_VERBS_CMD_OPEN_XRCD, sizeof(ib_uverbs_open_xrcd), sizeof(ib_uverbs_open_xrcd_resp)},
+    {IB_USER_VERBS_CMD_CLOSE_XRCD, sizeof(ib_uverbs_close_xrcd), 0},
+    {IB_USER_VERBS_CMD_CREATE_XSRQ, sizeof(ib_uverbs_create_xsrq), sizeof(ib_uverbs_create_srq_resp)},
+    {IB_USER_VERBS_CMD_OPEN_QP, sizeof(ib_uverbs_open_qp), sizeof(ib_uverbs_create_qp_resp)},
 };
 
 // Extended commands: the kernel's minimum request (up to the last field it
@@ -759,7 +764,14 @@ int m_qp_create(Bundle& b) {
     if (type == IB_UVERBS_QPT_XRC_TGT) {
         if (!b.has(UVERBS_ATTR_CREATE_QP_XRCD_HANDLE))
             return -ENOENT;
+        // a target QP has nothing but its domain
+        if (b.has(UVERBS_ATTR_CREATE_QP_PD_HANDLE) || b.has(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE) ||
+            b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) || b.has(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE) ||
+            b.has(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE))
+            return -EINVAL;
     } else {
+        if (b.has(UVERBS_ATTR_CREATE_QP_XRCD_HANDLE))
+            return -EINVAL;
         if (!b.has(UVERBS_ATTR_CREATE_QP_PD_HANDLE))
             return -ENOENT;
         if (b.has(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE))
@@ -777,11 +789,18 @@ int m_qp_create(Bundle& b) {
         return err;
     if (b.has(UVERBS_ATTR_CREATE_QP_SOURCE_QPN))
         return -EINVAL;  // only with IB_UVERBS_QP_CREATE_SOURCE_QPN, which is not offered
-    a.pd = b.handle(UVERBS_ATTR_CREATE_QP_PD_HANDLE);
-    a.send_cq = b.handle(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE);
+    a.pd = b.has(UVERBS_ATTR_CREATE_QP_PD_HANDLE) ? b.handle(UVERBS_ATTR_CREATE_QP_PD_HANDLE) : 0;
+    a.send_cq = b.has(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE) ? b.handle(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE) : 0;
     a.recv_cq =
         b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) ? b.handle(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) : a.send_cq;
-    if (b.has(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE)) {
+    if (type == IB_UVERBS_QPT_XRC_INI) {
+        // no receive side: the core zeroes it and takes no receive CQ or SRQ
+        a.has_recv_cq = false;
+        cap.max_recv_wr = cap.max_recv_sge = 0;
+    }
+    if (type == IB_UVERBS_QPT_XRC_TGT)
+        a.xrcd = b.handle(UVERBS_ATTR_CREATE_QP_XRCD_HANDLE);
+    if (b.has(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE) && type != IB_UVERBS_QPT_XRC_INI) {
         a.has_srq = true;
         a.srq = b.handle(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE);
     }
@@ -854,6 +873,10 @@ int m_srq_create(Bundle& b) {
         return -EINVAL;
     a.srq_type = static_cast<uint32_t>(type);
     a.pd = b.handle(UVERBS_ATTR_CREATE_SRQ_PD_HANDLE);
+    if (type == IB_UVERBS_SRQT_XRC) {
+        a.xrcd = b.handle(UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE);
+        a.cq = b.handle(UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE);
+    }
     const std::vector<uint8_t> drv = b.uhw_in();
     if (!drv.empty())
         memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
@@ -895,6 +918,7 @@ int m_pd_destroy(Bundle& b) { return dealloc_pd(b.c, b.handle(UVERBS_ATTR_DESTRO
 int m_mr_destroy(Bundle& b) { return dereg_mr(b.c, b.handle(UVERBS_ATTR_DESTROY_MR_HANDLE)); }
 int m_ah_destroy(Bundle& b) { return destroy_ah(b.c, b.handle(UVERBS_ATTR_DESTROY_AH_HANDLE)); }
 int m_mw_destroy(Bundle& b) { return dealloc_mw(b.c, b.handle(UVERBS_ATTR_DESTROY_MW_HANDLE)); }
+int m_xrcd_destroy(Bundle& b) { return close_xrcd(b.c, b.handle(UVERBS_ATTR_DESTROY_XRCD_HANDLE)); }
 
 // QUERY_MR (ibv_import_mr): the keys, the length and the iova of an MR of
 // this file, whichever context of it registered the MR.
@@ -1086,6 +1110,8 @@ const std::vector<Method>& methods() {
             {idr(UVERBS_ATTR_DESTROY_AH_HANDLE, UVERBS_OBJECT_AH, Access::Destroy, true)}, false, m_ah_destroy);
         add(UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_MW_HANDLE, UVERBS_OBJECT_MW, Access::Destroy, true)}, false, m_mw_destroy);
+        add(UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY,
+            {idr(UVERBS_ATTR_DESTROY_XRCD_HANDLE, UVERBS_OBJECT_XRCD, Access::Destroy, true)}, false, m_xrcd_destroy);
         return v;
     }();
     return t;

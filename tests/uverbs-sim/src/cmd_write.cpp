@@ -263,6 +263,10 @@ QpArgs qp_args(const Q& q) {
     a.max_inline = q.max_inline_data;
     a.sq_sig_all = q.sq_sig_all;
     a.qp_type = q.qp_type;
+    if (q.qp_type == IBV_QPT_XRC_RECV)
+        a.xrcd = q.pd_handle;  // the core carries a target QP's domain there
+    if (q.qp_type == IBV_QPT_XRC_SEND)
+        a.has_recv_cq = false;
     return a;
 }
 
@@ -468,6 +472,81 @@ int cmd_create_srq(Cmd& m) {
     return 0;
 }
 
+int cmd_create_xsrq(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_create_xsrq), sizeof(ib_uverbs_create_srq_resp), true))
+        return e;
+    ib_uverbs_create_xsrq q;
+    memcpy(&q, m.in, sizeof q);
+    SrqArgs a;
+    a.user_handle = q.user_handle;
+    a.srq_type = q.srq_type;
+    a.pd = q.pd_handle;
+    a.max_wr = q.max_wr;
+    a.max_sge = q.max_sge;
+    a.limit = q.srq_limit;
+    a.xrcd = q.xrcd_handle;
+    a.cq = q.cq_handle;
+    get_drv(m, a.drv, a.drv_len);
+    uint32_t h;
+    ib_uverbs_create_srq_resp r{};
+    if (int e = create_srq(m.c, a, h, r.max_wr, r.max_sge, r.srqn))
+        return e;
+    r.srq_handle = h;
+    mlx5_ib_create_srq_resp d{};
+    d.srqn = r.srqn;
+    if (put_out(m.resp, sizeof r, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d)) {
+        uint32_t ev;
+        destroy_srq(m.c, h, ev);
+        return -EFAULT;
+    }
+    return 0;
+}
+
+int cmd_open_xrcd(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_open_xrcd), sizeof(ib_uverbs_open_xrcd_resp), true))
+        return e;
+    ib_uverbs_open_xrcd q;
+    memcpy(&q, m.in, sizeof q);
+    uint32_t h;
+    if (int e = open_xrcd(m.c, static_cast<int>(q.fd), q.oflags, h))
+        return e;
+    ib_uverbs_open_xrcd_resp r{};
+    r.xrcd_handle = h;
+    if (put_out(m.resp, sizeof r, &r, sizeof r)) {
+        close_xrcd(m.c, h);
+        return -EFAULT;
+    }
+    return 0;
+}
+
+int cmd_close_xrcd(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_close_xrcd), 0, false))
+        return e;
+    ib_uverbs_close_xrcd q;
+    memcpy(&q, m.in, sizeof q);
+    return close_xrcd(m.c, q.xrcd_handle);
+}
+
+int cmd_open_qp(Cmd& m) {
+    if (int e = legacy_split(m, sizeof(ib_uverbs_open_qp), sizeof(ib_uverbs_create_qp_resp), true))
+        return e;
+    ib_uverbs_open_qp q;
+    memcpy(&q, m.in, sizeof q);
+    uint32_t h;
+    if (int e = open_qp(m.c, q.pd_handle, q.qpn, q.qp_type, q.user_handle, h))
+        return e;
+    // the kernel answers the handle and the number, nothing else
+    ib_uverbs_create_qp_resp r{};
+    r.qp_handle = h;
+    r.qpn = q.qpn;
+    if (put_out(m.resp, sizeof r, &r, sizeof r)) {
+        uint32_t ev;
+        destroy_qp(m.c, h, ev);
+        return -EFAULT;
+    }
+    return 0;
+}
+
 int cmd_modify_srq(Cmd& m) {
     if (int e = legacy_split(m, sizeof(ib_uverbs_modify_srq), 0, false))
         return e;
@@ -553,7 +632,7 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         return -EBADF;
     if (c.dev->fatal && op != IB_USER_VERBS_CMD_DESTROY_QP && op != IB_USER_VERBS_CMD_DESTROY_CQ &&
         op != IB_USER_VERBS_CMD_DESTROY_SRQ && op != IB_USER_VERBS_CMD_DEALLOC_PD && op != IB_USER_VERBS_CMD_DEREG_MR &&
-        op != IB_USER_VERBS_CMD_DESTROY_AH && op != IB_USER_VERBS_CMD_DEALLOC_MW)
+        op != IB_USER_VERBS_CMD_DESTROY_AH && op != IB_USER_VERBS_CMD_DEALLOC_MW && op != IB_USER_VERBS_CMD_CLOSE_XRCD)
         return -EIO;  // the device is gone: only clean-up works
     if (!c.have_ucontext && op != IB_USER_VERBS_CMD_GET_CONTEXT)
         return -EINVAL;
@@ -614,6 +693,10 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         case IB_USER_VERBS_CMD_MODIFY_SRQ: r = cmd_modify_srq(m); break;
         case IB_USER_VERBS_CMD_QUERY_SRQ: r = cmd_query_srq(m); break;
         case IB_USER_VERBS_CMD_DESTROY_SRQ: r = cmd_destroy_srq(m); break;
+        case IB_USER_VERBS_CMD_OPEN_XRCD: r = cmd_open_xrcd(m); break;
+        case IB_USER_VERBS_CMD_CLOSE_XRCD: r = cmd_close_xrcd(m); break;
+        case IB_USER_VERBS_CMD_CREATE_XSRQ: r = cmd_create_xsrq(m); break;
+        case IB_USER_VERBS_CMD_OPEN_QP: r = cmd_open_qp(m); break;
         default: r = -EOPNOTSUPP; break;
         }
     } else {

@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <ctime>
 #include <deque>
+#include <fcntl.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -98,8 +99,8 @@ void xmit(Packet& p) {
         return;
     }
     p.h.magic = kWireMagic;
-    if (wire_fault_drop(p))
-        return;
+    if (!(p.h.flags & kFlagXrcRelay) && wire_fault_drop(p))
+        return;  // (a relay is no packet on the wire: never lost)
     const uint32_t slot = p.h.dest_qpn >> 16;
     const size_t n = sizeof p.h + p.h.payload_len;
     auto& q = g_pend.by_slot[slot];
@@ -285,7 +286,8 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     }
     auto* e64 = reinterpret_cast<mlx5_cqe64*>(tmp);
     if (cq.ctx && cq.ctx->cqe_version == 1)
-        e64->srqn_uidx = htobe32(qp.uidx & 0xffffff);
+        // the user index of the QP, or of the XRC SRQ a receive went to
+        e64->srqn_uidx = htobe32((ci.srq && ci.srq->xrc ? ci.srq->uidx : qp.uidx) & 0xffffff);
     else if (ci.srq)
         e64->srqn_uidx = htobe32(ci.srq->srqn & 0xffffff);
     uint8_t format = 0;  // op_own bits 3:2
@@ -501,6 +503,7 @@ struct SendOp {
     // UD
     Av av;
     uint32_t rqpn = 0, rqkey = 0;
+    uint32_t xrc_srqn = 0;  // XRC initiator: the XRC segment's SRQ number
     // RC progress
     uint32_t first_psn = 0, npkts = 1;
     uint32_t read_got = 0;  // RDMA read: bytes scattered so far
@@ -523,6 +526,7 @@ struct RecvState {
     bool active = false;  // a receive WQE is being filled (multi-packet send)
     bool held = false;  // UC: taken, its message lost; the next message uses it
     bool from_srq = false;
+    Srq* srq = nullptr;  // the SRQ it came from (for an XRC target QP, the request's)
     uint16_t wqe_index = 0;
     std::vector<Sge> sges;
     uint64_t got = 0;
@@ -586,6 +590,25 @@ Qp::~Qp() = default;
 namespace {
 
 uint8_t port_of(const Qp& qp) { return qp.port ? qp.port : 1; }
+
+// Reliable connected service: RC and the two halves of XRC.
+bool rc_like(const Qp& qp) {
+    return qp.qp_type == IBV_QPT_RC || qp.qp_type == IBV_QPT_XRC_SEND || qp.qp_type == IBV_QPT_XRC_RECV;
+}
+
+// The BTH transport bits of the QP's packets.
+uint8_t transport_of(const Qp& qp) {
+    switch (qp.qp_type) {
+    case IBV_QPT_RC: return TRANSPORT_RC;
+    case IBV_QPT_UC: return TRANSPORT_UC;
+    case IBV_QPT_XRC_SEND:
+    case IBV_QPT_XRC_RECV: return TRANSPORT_XRC;
+    default: return TRANSPORT_UD;
+    }
+}
+
+// Where a receive completes: an XRC SRQ's own CQ, else the QP's.
+Cq* recv_cq_of(Qp& qp, const Srq* srq) { return srq && srq->cq ? srq->cq : qp.recv_cq; }
 
 const PortCfg& pcfg(const Qp& qp) {
     const Device& d = *qp.ctx->dev;
@@ -842,6 +865,15 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         break;
     default: return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;  // UMR, LSO, local invalidate... not modelled
     }
+    if (qp.qp_type == IBV_QPT_XRC_SEND) {
+        // the XRC segment: the SRQ at the target, then the segments of RC
+        if (off + 16 > size)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        uint32_t srqn;
+        memcpy(&srqn, w + off, 4);
+        op.xrc_srqn = be32toh(srqn) & 0xffffff;
+        off += 16;
+    }
     if (qp.qp_type == IBV_QPT_UD) {
         if (off + sizeof(mlx5_wqe_datagram_seg) > size)
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
@@ -965,14 +997,14 @@ void send_request(Qp& qp, SendOp& op) {
     if (op.opcode == MLX5_OPCODE_RDMA_READ) {
         const uint32_t mtu = qp_mtu(qp);
         const uint32_t skip = op.read_got / mtu;  // whole packets already scattered
-        p.h.opcode = TRANSPORT_RC | OP_READ_REQUEST;
+        p.h.opcode = transport_of(qp) | OP_READ_REQUEST;
         p.h.psn = psn_add(op.first_psn, skip);
         p.h.va = op.raddr + uint64_t(skip) * mtu;
         p.h.rkey = op.rkey;
         p.h.dma_len = op.len - skip * mtu;
         op.read_got = skip * mtu;
     } else {
-        p.h.opcode = TRANSPORT_RC | (op.opcode == MLX5_OPCODE_ATOMIC_CS ? OP_CMP_SWAP : OP_FETCH_ADD);
+        p.h.opcode = transport_of(qp) | (op.opcode == MLX5_OPCODE_ATOMIC_CS ? OP_CMP_SWAP : OP_FETCH_ADD);
         p.h.psn = op.first_psn;
         p.h.va = op.raddr;
         p.h.rkey = op.rkey;
@@ -980,6 +1012,7 @@ void send_request(Qp& qp, SendOp& op) {
         p.h.swap_add = op.swap;
         p.h.compare = op.cmp;
     }
+    p.h.xrc_srqn = op.xrc_srqn;
     op.need_req = false;
     UVSIM_TRACE("qpn 0x%x: %s request psn %u len %u (una %u)", qp.qpn,
                 op.opcode == MLX5_OPCODE_RDMA_READ ? "read" : "atomic", p.h.psn, p.h.dma_len, qp.eng->una);
@@ -989,7 +1022,7 @@ void send_request(Qp& qp, SendOp& op) {
 // Packet i of a send or RDMA write.
 void send_packet(Qp& qp, const SendOp& op, uint32_t i, bool ack_req) {
     const uint32_t mtu = qp_mtu(qp);
-    const uint8_t tr = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC : qp.qp_type == IBV_QPT_UC ? TRANSPORT_UC : TRANSPORT_UD;
+    const uint8_t tr = transport_of(qp);
     const bool write = op.opcode == MLX5_OPCODE_RDMA_WRITE || op.opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
     const bool imm = op.opcode == MLX5_OPCODE_RDMA_WRITE_IMM || op.opcode == MLX5_OPCODE_SEND_IMM;
     const bool inv = op.opcode == MLX5_OPCODE_SEND_INVAL;
@@ -1025,6 +1058,7 @@ void send_packet(Qp& qp, const SendOp& op, uint32_t i, bool ack_req) {
     }
     p.h.imm = op.imm;
     p.h.qkey = op.rqkey;
+    p.h.xrc_srqn = op.xrc_srqn;
     if (qp.qp_type == IBV_QPT_UD && (op.rqkey & 0x80000000u))
         p.h.qkey = qp.qkey;  // the high bit means: use the QP's Q_Key
     const uint32_t off = i * mtu;
@@ -1057,7 +1091,7 @@ void arm_timer(Qp& qp) {
 // RC: transmits what the window allows, in PSN order. True when it sent.
 bool pump(Qp& qp) {
     QpEngine& e = *qp.eng;
-    if (qp.qp_type != IBV_QPT_RC || (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) || e.rnr_until)
+    if (!rc_like(qp) || (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD) || e.rnr_until)
         return false;
     bool sent = false;
     // at most max_rd_atomic reads/atomics outstanding (the responder keeps
@@ -1344,7 +1378,7 @@ void handle_atomic_ack(Qp& qp, const Packet& p) {
 
 bool timers(Qp& qp) {
     QpEngine& e = *qp.eng;
-    if (qp.qp_type != IBV_QPT_RC || qp.state != IBV_QPS_RTS || e.outstanding.empty())
+    if (!rc_like(qp) || qp.state != IBV_QPS_RTS || e.outstanding.empty())
         return false;
     const uint64_t t = now_ns();
     if (e.rnr_until) {
@@ -1383,7 +1417,7 @@ bool poll_sq(Qp& qp) {
     const uint16_t pi = static_cast<uint16_t>(be32toh(__atomic_load_n(&qp.dbrec[1], __ATOMIC_ACQUIRE)) & 0xffff);
     bool work = false;
     uint8_t w[64 * 64];
-    const bool rc = qp.qp_type == IBV_QPT_RC;
+    const bool rc = rc_like(qp);
     while (e.sq_ci != pi) {
         if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_ERR)
             break;
@@ -1472,38 +1506,45 @@ bool poll_sq(Qp& qp) {
 // ------------------------------------------------------------- responder
 
 // Takes the next receive WQE (RQ or SRQ). False when none is posted.
-bool take_recv(Qp& qp, RecvState& r) {
+// Takes the next WQE of an SRQ. False when none is posted.
+bool take_srq(Srq& s, RecvState& r) {
     r = RecvState{};
-    if (qp.srq) {
-        Srq& s = *qp.srq;
-        const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&s.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
-        if (posted == s.consumed)
-            return false;
-        const uint8_t* w = reinterpret_cast<const uint8_t*>(s.buf) + (size_t(s.head) << s.wqe_shift);
-        mlx5_wqe_srq_next_seg nx;
-        memcpy(&nx, w, sizeof nx);
-        r.wqe_index = s.head;
-        for (uint32_t i = 0; i < s.max_sge; ++i) {
-            mlx5_wqe_data_seg d;
-            memcpy(&d, w + 16 + 16 * i, sizeof d);
-            if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
-                break;
-            r.sges.push_back({be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)});
-        }
-        s.head = be16toh(nx.next_wqe_index) & static_cast<uint16_t>(s.wqe_cnt - 1);
-        ++s.consumed;
-        r.from_srq = true;
-        r.active = true;
-        const uint16_t left = static_cast<uint16_t>(posted - s.consumed);
-        if (s.limit_armed && left < s.limit) {
-            s.limit_armed = false;
-            s.limit = 0;  // one-shot: query_srq shows it disarmed
-            ++s.events_reported;
-            if (s.ctx)
-                s.ctx->async_event(s.user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
-        }
-        return true;
+    r.srq = &s;
+    const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&s.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+    if (posted == s.consumed)
+        return false;
+    const uint8_t* w = reinterpret_cast<const uint8_t*>(s.buf) + (size_t(s.head) << s.wqe_shift);
+    mlx5_wqe_srq_next_seg nx;
+    memcpy(&nx, w, sizeof nx);
+    r.wqe_index = s.head;
+    for (uint32_t i = 0; i < s.max_sge; ++i) {
+        mlx5_wqe_data_seg d;
+        memcpy(&d, w + 16 + 16 * i, sizeof d);
+        if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
+            break;
+        r.sges.push_back({be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)});
     }
+    s.head = be16toh(nx.next_wqe_index) & static_cast<uint16_t>(s.wqe_cnt - 1);
+    ++s.consumed;
+    r.from_srq = true;
+    r.active = true;
+    const uint16_t left = static_cast<uint16_t>(posted - s.consumed);
+    if (s.limit_armed && left < s.limit) {
+        s.limit_armed = false;
+        s.limit = 0;  // one-shot: query_srq shows it disarmed
+        ++s.events_reported;
+        if (s.ctx)
+            s.ctx->async_event(s.user_handle, IBV_EVENT_SRQ_LIMIT_REACHED);
+    }
+    return true;
+}
+
+// Takes the next receive WQE (RQ or SRQ; for an XRC target QP, of the XRC
+// SRQ the request names). False when none is posted.
+bool take_recv(Qp& qp, RecvState& r, Srq* xsrq = nullptr) {
+    if (Srq* sp = xsrq ? xsrq : qp.srq)
+        return take_srq(*sp, r);
+    r = RecvState{};
     QpEngine& e = *qp.eng;
     if (!qp.rq_wqe_cnt)
         return false;
@@ -1531,8 +1572,8 @@ void recv_error(Qp& qp, RecvState& r, uint8_t syndrome) {
     ci.opcode = MLX5_CQE_RESP_ERR;
     ci.syndrome = syndrome;
     ci.wqe_counter = r.wqe_index;
-    ci.srq = r.from_srq ? qp.srq : nullptr;
-    cqe_write(*qp.recv_cq, qp, ci);
+    ci.srq = r.srq;
+    cqe_write(*recv_cq_of(qp, r.srq), qp, ci);
     r.active = false;
 }
 
@@ -1553,7 +1594,7 @@ void respond(Qp& qp, Packet& a) {
 
 void send_ack(Qp& qp, const Packet& req, uint8_t syndrome, uint32_t psn) {
     Packet a{};
-    a.h.opcode = TRANSPORT_RC | OP_ACK;
+    a.h.opcode = transport_of(qp) | OP_ACK;
     a.h.src_qpn = qp.qpn;
     a.h.dest_qpn = qp.dest_qpn;
     a.h.psn = psn;
@@ -1655,13 +1696,13 @@ void ud_receive(Qp& qp, const Packet& p) {
     ci.slid = p.h.slid;
     ci.sl = p.h.sl;
     ci.solicited = p.h.flags & kFlagSolicited;
-    ci.srq = r.from_srq ? qp.srq : nullptr;
+    ci.srq = r.srq;
     complete(qp, *qp.recv_cq, ci);
 }
 
 void responder_fatal(Qp& qp, const Packet& p, uint8_t nak, uint32_t event) {
     qp.eng->reads.clear();  // the QP stops answering; the NAK goes out now
-    if (qp.qp_type == IBV_QPT_RC)
+    if (rc_like(qp))
         send_ack(qp, p, nak, p.h.psn);
     if (qp.eng->recv.active)
         recv_error(qp, qp.eng->recv,
@@ -1674,9 +1715,51 @@ void responder_fatal(Qp& qp, const Packet& p, uint8_t nak, uint32_t event) {
 }
 
 // RC/UC request packets
+// The XRC SRQ a request to an XRC target QP names: one of the QP's domain
+// (on this host's process; null otherwise).
+Srq* xrc_srq_of(const Qp& qp, uint32_t srqn) {
+    for (Srq* s : sim().srqs)
+        if (s->srqn == srqn && s->xrc)
+            return s->xrc == qp.xrc ? s : nullptr;
+    return nullptr;
+}
+
+// An XRC SRQ of another process on the simulated host in the target QP's
+// domain (one backed by a file: <run_dir>/xsrq/<srqn> holds its key).
+bool xrc_remote_srq(const Qp& qp, uint32_t srqn) {
+    if ((srqn >> 16) == sim().slot || !qp.xrc)
+        return false;
+    const std::string key = xrc_domain_key(*qp.xrc);
+    if (key.empty())
+        return false;
+    char path[16];
+    snprintf(path, sizeof path, "/xsrq/%06x", srqn);
+    const int fd = libc().open((cfg().run_dir + path).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char b[128];
+    const ssize_t n = libc().read(fd, b, sizeof b);
+    libc().close(fd);
+    return n > 0 && std::string(b, static_cast<size_t>(n)) == key;
+}
+
+// Hands a request for another process's XRC SRQ to that process (inside
+// the device: never lost, never reordered between two processes).
+void xrc_relay_out(Qp& qp, const Packet& p) {
+    Packet& r = scratch_packet();
+    r.h = p.h;
+    if (p.h.payload_len)
+        memcpy(r.payload, p.payload, p.h.payload_len);
+    r.h.flags |= kFlagXrcRelay;
+    r.h.xrc_tgt_qpn = qp.qpn;
+    r.h.dest_qpn = p.h.xrc_srqn;
+    UVSIM_TRACE("qpn 0x%x: request psn %u for XRC SRQ 0x%x handed to its process", qp.qpn, p.h.psn, p.h.xrc_srqn);
+    xmit(r);
+}
+
 void responder(Qp& qp, const Packet& p) {
     QpEngine& e = *qp.eng;
-    const bool rc = qp.qp_type == IBV_QPT_RC;
+    const bool rc = rc_like(qp);
     if (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
         return;
     if (p.h.src_qpn != qp.dest_qpn)
@@ -1702,7 +1785,7 @@ void responder(Qp& qp, const Packet& p) {
                 if (a.psn == p.h.psn) {
                     Packet& r = scratch_packet();
                     memset(&r.h, 0, sizeof r.h);
-                    r.h.opcode = TRANSPORT_RC | OP_ATOMIC_ACK;
+                    r.h.opcode = transport_of(qp) | OP_ATOMIC_ACK;
                     r.h.src_qpn = qp.qpn;
                     r.h.dest_qpn = qp.dest_qpn;
                     r.h.psn = p.h.psn;
@@ -1739,6 +1822,22 @@ void responder(Qp& qp, const Packet& p) {
             return;
         }
     }
+    Srq* xsrq = nullptr;
+    bool relay = false;
+    if (qp.qp_type == IBV_QPT_XRC_RECV) {
+        // XRCETH: an XRC SRQ of the target QP's domain, whose PD guards the
+        // keys of the request (a target QP has no PD of its own); in a
+        // domain shared through a file it may be another process's
+        xsrq = xrc_srq_of(qp, p.h.xrc_srqn);
+        relay = !xsrq && xrc_remote_srq(qp, p.h.xrc_srqn);
+        if (!xsrq && !relay) {
+            UVSIM_TRACE("qpn 0x%x: XRC SRQ 0x%x is not in the QP's domain: NAK invalid request", qp.qpn, p.h.xrc_srqn);
+            responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
+        if (xsrq)
+            qp.pd = xsrq->pd;
+    }
     const bool first = o == OP_SEND_FIRST || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM || o == OP_SEND_ONLY_INV ||
         o == OP_WRITE_FIRST || o == OP_WRITE_ONLY || o == OP_WRITE_ONLY_IMM;
     const bool last = o == OP_SEND_LAST || o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM ||
@@ -1748,13 +1847,32 @@ void responder(Qp& qp, const Packet& p) {
     const bool is_write = o >= OP_WRITE_FIRST && o <= OP_WRITE_ONLY_IMM;
     const bool with_imm =
         o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY_IMM || o == OP_WRITE_LAST_IMM || o == OP_WRITE_ONLY_IMM;
+    if (relay) {
+        // the SRQ's process takes the receive WQE and completes it (see
+        // xrc_relay_in); the transport stays here: the sequence and the
+        // acknowledgement. RDMA through another process's SRQ is not
+        // modelled.
+        if (!is_send) {
+            UVSIM_TRACE("qpn 0x%x: RDMA via XRC SRQ 0x%x of another process: not modelled", qp.qpn, p.h.xrc_srqn);
+            responder_fatal(qp, p, AETH_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
+            return;
+        }
+        xrc_relay_out(qp, p);
+        e.nak_sent = false;
+        e.epsn = psn_add(p.h.psn, 1);
+        if (last)
+            ++e.msn;
+        if (last || (p.h.flags & kFlagAckReq))
+            send_ack(qp, p, AETH_ACK, p.h.psn);
+        return;
+    }
     if (is_send) {
         if (first) {
             if (e.recv.held) {
                 e.recv.held = false;
                 e.recv.active = true;
                 e.recv.got = 0;
-            } else if (!take_recv(qp, e.recv)) {
+            } else if (!take_recv(qp, e.recv, xsrq)) {
                 if (rc) {
                     // every attempt at the expected PSN gets its RNR NAK; what
                     // follows it is dropped silently
@@ -1816,7 +1934,7 @@ void responder(Qp& qp, const Packet& p) {
             ci.sl = p.h.sl;
             ci.grh = p.h.flags & kFlagGrh;
             ci.solicited = p.h.flags & kFlagSolicited;
-            ci.srq = e.recv.from_srq ? qp.srq : nullptr;
+            ci.srq = e.recv.srq;
             if (e.recv.cqe_len) {
                 ci.scat = e.recv.cqe_data;
                 ci.scat_len = e.recv.cqe_len;
@@ -1828,7 +1946,7 @@ void responder(Qp& qp, const Packet& p) {
             // exits right after polling it must not strand its peer
             if (rc)
                 send_ack(qp, p, AETH_ACK, p.h.psn);
-            complete(qp, *qp.recv_cq, ci);
+            complete(qp, *recv_cq_of(qp, ci.srq), ci);
         }
         return;
     }
@@ -1864,7 +1982,7 @@ void responder(Qp& qp, const Packet& p) {
             if (e.recv.held) {
                 e.recv.held = false;
                 e.recv.active = true;
-            } else if (!take_recv(qp, e.recv)) {
+            } else if (!take_recv(qp, e.recv, xsrq)) {
                 if (rc) {
                     e.nak_sent = true;
                     send_ack(qp, p, static_cast<uint8_t>(AETH_RNR_NAK | (qp.min_rnr_timer & 0x1f)), p.h.psn);
@@ -1910,9 +2028,9 @@ void responder(Qp& qp, const Packet& p) {
                 ci.slid = p.h.slid;
                 ci.grh = p.h.flags & kFlagGrh;
                 ci.solicited = p.h.flags & kFlagSolicited;
-                ci.srq = e.recv.from_srq ? qp.srq : nullptr;
+                ci.srq = e.recv.srq;
                 e.recv.active = false;
-                complete(qp, *qp.recv_cq, ci);
+                complete(qp, *recv_cq_of(qp, ci.srq), ci);
             }
         }
         return;
@@ -1982,7 +2100,7 @@ void responder(Qp& qp, const Packet& p) {
         ++e.msn;
         e.nak_sent = false;
         Packet a{};
-        a.h.opcode = TRANSPORT_RC | OP_ATOMIC_ACK;
+        a.h.opcode = transport_of(qp) | OP_ATOMIC_ACK;
         a.h.src_qpn = qp.qpn;
         a.h.dest_qpn = qp.dest_qpn;
         a.h.psn = p.h.psn;
@@ -2021,7 +2139,7 @@ bool pump_reads(Qp& qp) {
         r.h.dest_qpn = qp.dest_qpn;
         fill_addr(qp, qp.av, r);
         const uint32_t i = j.i;
-        r.h.opcode = TRANSPORT_RC |
+        r.h.opcode = transport_of(qp) |
             (j.n == 1           ? OP_READ_RESP_ONLY
                  : i == 0       ? OP_READ_RESP_FIRST
                  : i == j.n - 1 ? OP_READ_RESP_LAST
@@ -2047,7 +2165,103 @@ bool pump_reads(Qp& qp) {
     return sent;
 }
 
+// ------------------------------------------------- XRC across processes
+//
+// A request that reached an XRC target QP of another process, for an XRC
+// SRQ of this one (a domain shared through a file): this side takes the
+// SRQ's WQEs, scatters and writes the CQE to the SRQ's CQ, as the target
+// QP would. Requests wait in arrival order while the SRQ is empty (the
+// target acknowledged them: no RNR across processes).
+
+struct XrcRelay {
+    std::deque<std::vector<uint8_t>> q;  // the requests waiting (header and payload)
+    std::map<uint32_t, RecvState> streams;  // per target QP: the WQE being filled
+    std::unique_ptr<Qp> proxy;  // the target QP as this side sees it (number, the SRQ's PD)
+};
+
+std::map<Srq*, XrcRelay>& relays() {
+    static auto* m = new std::map<Srq*, XrcRelay>;
+    return *m;
+}
+
+// False: the SRQ has no WQE for the message's start yet.
+bool relay_one(Srq& s, XrcRelay& x, const Packet& p) {
+    Qp& pq = *x.proxy;
+    pq.qpn = p.h.xrc_tgt_qpn;
+    const uint8_t o = p.h.opcode & 0x1f;
+    const bool first = o == OP_SEND_FIRST || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM || o == OP_SEND_ONLY_INV;
+    const bool last = o == OP_SEND_LAST || o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY || o == OP_SEND_ONLY_IMM ||
+        o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV;
+    RecvState& st = x.streams[p.h.xrc_tgt_qpn];
+    if (first && !take_srq(s, st))
+        return false;
+    if (!st.active)
+        return true;  // the rest of a message that failed
+    if (uint8_t syn = scatter(pq, st.sges, st.got, p.payload, p.h.payload_len)) {
+        recv_error(pq, st, syn);
+        return true;
+    }
+    st.got += p.h.payload_len;
+    if (last) {
+        CqeInfo ci{};
+        ci.opcode = (o == OP_SEND_LAST_IMM || o == OP_SEND_ONLY_IMM) ? MLX5_CQE_RESP_SEND_IMM
+            : (o == OP_SEND_LAST_INV || o == OP_SEND_ONLY_INV)       ? MLX5_CQE_RESP_SEND_INV
+                                                                     : MLX5_CQE_RESP_SEND;
+        ci.imm = p.h.imm;
+        ci.byte_cnt = static_cast<uint32_t>(st.got);
+        ci.wqe_counter = st.wqe_index;
+        ci.src_qpn = p.h.src_qpn;
+        ci.slid = p.h.slid;
+        ci.sl = p.h.sl;
+        ci.grh = p.h.flags & kFlagGrh;
+        ci.solicited = p.h.flags & kFlagSolicited;
+        ci.srq = &s;
+        st.active = false;
+        complete(pq, *s.cq, ci);
+    }
+    return true;
+}
+
+bool relay_pump(Srq& s, XrcRelay& x) {
+    static Packet* p = new Packet;  // model thread only (under sim().mu)
+    bool any = false;
+    while (!x.q.empty()) {
+        memcpy(p, x.q.front().data(), x.q.front().size());
+        if (!relay_one(s, x, *p))
+            break;
+        x.q.pop_front();
+        any = true;
+    }
+    return any;
+}
+
+void xrc_relay_in(const Packet& p) {
+    Srq* s = nullptr;
+    for (Srq* c : sim().srqs)
+        if (c->srqn == p.h.dest_qpn && c->xrc && c->cq)
+            s = c;
+    if (!s) {
+        UVSIM_TRACE("XRC request for SRQ 0x%x (via qpn 0x%x): no such SRQ here, dropped", p.h.dest_qpn,
+                    p.h.xrc_tgt_qpn);
+        return;
+    }
+    XrcRelay& x = relays()[s];
+    if (!x.proxy) {
+        x.proxy = std::make_unique<Qp>();
+        x.proxy->qp_type = IBV_QPT_XRC_RECV;
+        x.proxy->pd = s->pd;
+        x.proxy->ctx = s->ctx;
+    }
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(&p);
+    x.q.emplace_back(b, b + sizeof p.h + p.h.payload_len);
+    relay_pump(*s, x);
+}
+
 void dispatch(const Packet& p) {
+    if (p.h.flags & kFlagXrcRelay) {
+        xrc_relay_in(p);
+        return;
+    }
     auto it = sim().qps.find(p.h.dest_qpn);
     if (it == sim().qps.end())
         return;  // no such QP: dropped (the requester times out)
@@ -2060,17 +2274,17 @@ void dispatch(const Packet& p) {
     }
     const uint8_t tr = p.h.opcode & 0xe0;
     const uint8_t o = p.h.opcode & 0x1f;
-    const uint8_t want = qp.qp_type == IBV_QPT_RC ? TRANSPORT_RC
-        : qp.qp_type == IBV_QPT_UC                ? TRANSPORT_UC
-                                                  : TRANSPORT_UD;
-    if (tr != want)
+    if (tr != transport_of(qp))
         return;
     if (tr == TRANSPORT_UD) {
         ud_receive(qp, p);
         return;
     }
-    if (tr == TRANSPORT_RC &&
-        (o == OP_ACK || o == OP_ATOMIC_ACK || (o >= OP_READ_RESP_FIRST && o <= OP_READ_RESP_ONLY))) {
+    const bool response = o == OP_ACK || o == OP_ATOMIC_ACK || (o >= OP_READ_RESP_FIRST && o <= OP_READ_RESP_ONLY);
+    // XRC: the initiator only requests, the target only responds
+    if ((qp.qp_type == IBV_QPT_XRC_SEND && !response) || (qp.qp_type == IBV_QPT_XRC_RECV && response))
+        return;
+    if ((tr == TRANSPORT_RC || tr == TRANSPORT_XRC) && response) {
         if (qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)
             return;
         if (p.h.src_qpn != qp.dest_qpn)
@@ -2159,6 +2373,8 @@ bool step() {
         work |= poll_rq_error(*qp);
         work |= timers(*qp);
     }
+    for (auto& [s, x] : relays())
+        work |= relay_pump(*s, x);
     if (g_overrun) {
         g_overrun = false;
         for (Qp* qp : qps)
@@ -2272,6 +2488,8 @@ void engine_qp_destroy(Qp& qp) {
 }
 
 void engine_cq_destroy(Cq&) {}
+
+void engine_srq_destroy(Srq& s) { relays().erase(&s); }
 
 void engine_flush_qp(Qp& qp) { set_error(qp); }
 

@@ -270,9 +270,36 @@ inline uint32_t cq_unconsumed(const Cq& cq) {
     return ((cq.pi - cons) & 0xffffff) + static_cast<uint32_t>(cq.zip_bytes.size());
 }
 
+// The kernel's ib_xrcd: one per XRC domain of a device. A domain opened
+// through a file is shared by every handle that names the same inode (the
+// kernel's per-device inode table); a private one (fd -1) has one handle.
+struct Qp;
+struct XrcDomain {
+    uint32_t xrcdn = 0;
+    int dev_index = 0;
+    bool has_inode = false;
+    dev_t st_dev = 0;
+    ino_t st_ino = 0;
+    int opens = 0;  // handles on an inode-backed domain (the kernel's usecnt share of them)
+    int users = 0;  // XRC SRQs and target QPs in the domain
+    std::vector<Qp*> tgt_qps;  // its target QPs (what OPEN_QP finds by number)
+};
+
+// One XRCD handle. Object::usecnt counts the SRQs and QPs created or opened
+// through this handle (the kernel's uxrcd refcnt: closing it is EBUSY then).
+struct Xrcd : Object {
+    std::shared_ptr<XrcDomain> dom;
+    Xrcd() : Object(ObjType::Xrcd) {}
+};
+
 struct Srq : Object {
     uint32_t srqn = 0;
     Pd* pd = nullptr;
+    // XRC SRQs: the domain, the handle they were made through and the CQ
+    // their receive completions go to
+    std::shared_ptr<XrcDomain> xrc;
+    Xrcd* uxrcd = nullptr;
+    Cq* cq = nullptr;
     uint64_t buf = 0;
     uint32_t* dbrec = nullptr;  // [0] = counter of posted WQEs
     uint32_t wqe_cnt = 0, wqe_shift = 0, max_sge = 0;
@@ -362,6 +389,17 @@ struct Qp : Object {
     uint16_t alt_pkey_index = 0;
     uint8_t path_mig_state = 0;
     uint32_t events_reported = 0;
+    // XRC: the domain of a target QP, the XRCD handle a target QP was made
+    // or opened through. A handle made by OPEN_QP (and any handle of a
+    // target QP) stands for the shared QP `real`; the QP itself lives while
+    // any handle does (`opens` counts the handles of a real target QP; when
+    // its creator's handle goes first the QP is kept, `orphan`, by the
+    // domain's registry in Sim).
+    std::shared_ptr<XrcDomain> xrc;
+    Xrcd* uxrcd = nullptr;
+    Qp* real = nullptr;
+    std::vector<Qp*> opened;  // real target QP: the OPEN_QP handles on it
+    bool orphan = false;
     std::unique_ptr<QpEngine> eng;
     Qp();
     ~Qp() override;
@@ -426,6 +464,11 @@ struct Sim {
     std::map<uint32_t, Mw*> mws_by_index;  // mkey index (key >> 8) -> MW
     std::vector<Cq*> cqs;
     std::vector<Srq*> srqs;
+    // XRC domains backed by a file (by device and inode), and target QPs
+    // whose creating handle is gone while OPEN_QP handles remain
+    std::vector<std::weak_ptr<XrcDomain>> xrc_domains;
+    std::vector<std::unique_ptr<Object>> orphan_qps;
+    uint32_t next_xrcd = 1;
     std::map<int, std::shared_ptr<EventFile>> channels;  // comp channel fd -> file
     uint32_t slot = 0;  // host-wide process slot (QPN/CQN high bits)
     uint32_t next_qp = 1, next_cq = 1, next_srq = 1, next_pd = 1, next_key = 1;
@@ -473,6 +516,14 @@ void engine_start();
 void engine_qp_state_changed(Qp& qp, uint8_t old_state);
 void engine_qp_destroy(Qp& qp);
 void engine_cq_destroy(Cq& cq);
+// An SRQ goes: what the model holds for it (XRC requests waiting) goes too.
+void engine_srq_destroy(Srq& srq);
+// XRC SRQs of a domain backed by a file are known host-wide (the run
+// directory), so a target QP of another process on the domain reaches them.
+void xrc_srq_register(const Srq& srq);
+void xrc_srq_unregister(const Srq& srq);
+// The host-wide name of a domain backed by a file ("" for a private one).
+std::string xrc_domain_key(const XrcDomain& d);
 // A new CQ: the model marks its arm record so any arm request is seen.
 void engine_cq_created(Cq& cq);
 // RESIZE_CQ: the resize CQE into the old ring, then CQEs go to the new one.

@@ -569,6 +569,111 @@ int dealloc_pd(Context& c, uint32_t handle) {
     return 0;
 }
 
+// -------------------------------------------------------------- XRC domain
+
+int open_xrcd(Context& c, int fd, uint32_t oflags, uint32_t& handle) {
+    std::shared_ptr<XrcDomain> dom;
+    struct stat st {};
+    const bool by_file = fd != -1;
+    auto& reg = sim().xrc_domains;
+    reg.erase(std::remove_if(reg.begin(), reg.end(), [](const auto& w) { return w.expired(); }), reg.end());
+    if (by_file) {
+        if (fd < 0 || fstat(fd, &st) != 0)
+            return -EBADF;
+        for (const auto& w : reg)
+            if (auto d = w.lock())
+                if (d->dev_index == c.dev->index && d->st_dev == st.st_dev && d->st_ino == st.st_ino)
+                    dom = d;
+        if (!dom && !(oflags & O_CREAT))
+            return -EAGAIN;  // no domain for the inode yet, and not asked to make one
+        if (dom && (oflags & O_EXCL))
+            return -EINVAL;
+    }
+    if (!dom) {
+        dom = std::make_shared<XrcDomain>();
+        dom->xrcdn = sim().next_xrcd++ & 0xffffff;
+        dom->dev_index = c.dev->index;
+        if (by_file) {
+            dom->has_inode = true;
+            dom->st_dev = st.st_dev;
+            dom->st_ino = st.st_ino;
+            reg.push_back(dom);
+        }
+    }
+    if (by_file)
+        ++dom->opens;
+    auto x = std::make_unique<Xrcd>();
+    x->dom = dom;
+    handle = c.add(std::move(x));
+    UVSIM_TRACE("open_xrcd xrcdn 0x%x%s (handles on it %d)", dom->xrcdn, by_file ? " by inode" : " private",
+                dom->opens);
+    return 0;
+}
+
+std::string xrc_domain_key(const XrcDomain& d) {
+    if (!d.has_inode)
+        return "";
+    char b[80];
+    snprintf(b, sizeof b, "dev%d inode %llu:%llu\n", d.dev_index, (unsigned long long)d.st_dev,
+             (unsigned long long)d.st_ino);
+    return b;
+}
+
+namespace {
+std::string xsrq_entry(uint32_t srqn) {
+    char b[16];
+    snprintf(b, sizeof b, "/%06x", srqn);
+    return cfg().run_dir + "/xsrq" + b;
+}
+}  // namespace
+
+// <run_dir>/xsrq/<srqn>: the key of the SRQ's domain, for the target QPs
+// of other processes (written under a temporary name, then renamed)
+void xrc_srq_register(const Srq& s) {
+    const std::string key = xrc_domain_key(*s.xrc);
+    if (key.empty())
+        return;
+    mkdir(cfg().run_dir.c_str(), 0755);
+    mkdir((cfg().run_dir + "/xsrq").c_str(), 0755);
+    const std::string path = xsrq_entry(s.srqn), tmp = path + ".tmp";
+    const int fd = libc().open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    const bool ok = libc().write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
+    libc().close(fd);
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0)
+        unlink(tmp.c_str());
+}
+
+void xrc_srq_unregister(const Srq& s) {
+    if (s.xrc && s.xrc->has_inode)
+        unlink(xsrq_entry(s.srqn).c_str());
+}
+
+// ib_uverbs' close: EBUSY while SRQs or QPs made through this handle live;
+// a domain of an inode goes with its last handle, and then only when
+// nothing uses it any more (EBUSY, the handle stays).
+int close_xrcd(Context& c, uint32_t handle) {
+    Xrcd* x = c.get<Xrcd>(handle, ObjType::Xrcd);
+    if (!x)
+        return -EINVAL;
+    if (x->usecnt)
+        return -EBUSY;
+    XrcDomain& d = *x->dom;
+    if (d.has_inode && d.opens > 1) {
+        --d.opens;
+        c.objects.erase(handle);
+        return 0;
+    }
+    if (d.users)
+        return -EBUSY;
+    if (d.has_inode)
+        --d.opens;
+    UVSIM_TRACE("close_xrcd xrcdn 0x%x", d.xrcdn);
+    c.objects.erase(handle);
+    return 0;
+}
+
 namespace {
 
 // The core's access check (ib_check_mr_access).
@@ -982,13 +1087,35 @@ int destroy_cq(Context& c, uint32_t handle, ib_uverbs_destroy_cq_resp& r) {
 
 // --------------------------------------------------------------------- SRQ
 
+// mlx5_ib's user index of an SRQ or QP: with CQE version 1 the driver data
+// must carry one (EINVAL without), neither the default 0xffffff nor wider
+// than 24 bits; with version 0 it is absent or the default.
+static int check_uidx(const Context& c, bool present, uint32_t uidx) {
+    if (present && !c.cqe_version && uidx == 0xffffff)
+        return 0;
+    if (present != (c.cqe_version != 0))
+        return -EINVAL;
+    if (c.cqe_version && (uidx == 0xffffff || (uidx & ~0xffffffu)))
+        return -EINVAL;
+    return 0;
+}
+
 int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge, uint32_t& srqn) {
     const DevCfg& d = *c.dev->cfg;
+    // the core: an XRC SRQ's domain and CQ, then the PD
+    Xrcd* x = nullptr;
+    Cq* xcq = nullptr;
+    if (a.srq_type == IBV_SRQT_XRC) {
+        x = c.get<Xrcd>(a.xrcd, ObjType::Xrcd);
+        xcq = c.get<Cq>(a.cq, ObjType::Cq);
+        if (!x || !xcq)
+            return -EINVAL;
+    }
     Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
     if (!pd)
         return -EINVAL;
-    if (a.srq_type != 0)
-        return -EOPNOTSUPP;  // XRC / tag matching SRQs are not emulated
+    if (a.srq_type != IBV_SRQT_BASIC && a.srq_type != IBV_SRQT_XRC)
+        return -EOPNOTSUPP;  // tag matching SRQs are not emulated
     // mlx5_ib checks the size against the device's limit only: max_wr 0
     // is a ring of one WQE (the one the free list keeps back).
     if (a.max_wr > d.max_srq_wr || a.max_wr >= (1u << 30) || a.max_sge > d.max_srq_sge)
@@ -1004,6 +1131,10 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
         return -EFAULT;
     if ((a.drv.buf_addr & 63) || (a.drv.db_addr & 3))
         return -EINVAL;  // 64-byte page-offset quanta, as for CQs and QPs
+    // mlx5_ib takes a user index for every SRQ but a basic one
+    if (a.srq_type != IBV_SRQT_BASIC)
+        if (int e = check_uidx(c, a.drv_len >= offsetof(mlx5_ib_create_srq, uidx) + 4, a.drv.uidx))
+            return e;
     auto s = std::make_unique<Srq>();
     s->srqn = (sim().slot << 16) | (sim().next_srq++ & 0xffff);
     s->pd = pd;
@@ -1016,6 +1147,15 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
     s->limit_armed = a.limit != 0;
     s->uidx = a.drv.uidx;
     s->user_handle = a.user_handle;
+    if (x) {
+        s->xrc = x->dom;
+        s->uxrcd = x;
+        s->cq = xcq;
+        ++x->usecnt;
+        ++x->dom->users;
+        ++xcq->usecnt;
+        xrc_srq_register(*s);
+    }
     max_wr = cnt - 1;
     max_sge = s->max_sge;
     srqn = s->srqn;
@@ -1023,7 +1163,8 @@ int create_srq(Context& c, const SrqArgs& a, uint32_t& handle, uint32_t& max_wr,
     Srq* raw = s.get();
     handle = c.add(std::move(s));
     sim().srqs.push_back(raw);
-    UVSIM_TRACE("create_srq srqn 0x%x wqes %u stride %u", srqn, cnt, desc);
+    UVSIM_TRACE("create_srq srqn 0x%x wqes %u stride %u%s: driver data %zu bytes: flags 0x%x uidx 0x%x", srqn, cnt,
+                desc, x ? " xrc" : "", a.drv_len, a.drv.flags, raw->uidx);
     return 0;
 }
 
@@ -1064,6 +1205,13 @@ int destroy_srq(Context& c, uint32_t handle, uint32_t& events) {
         return -EBUSY;
     events = s->events_reported - drop_unread_async(c, s->user_handle);
     --s->pd->usecnt;
+    engine_srq_destroy(*s);
+    if (s->xrc) {
+        xrc_srq_unregister(*s);
+        --s->uxrcd->usecnt;
+        --s->xrc->users;
+        --s->cq->usecnt;
+    }
     auto& v = sim().srqs;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
     c.objects.erase(handle);
@@ -1072,21 +1220,68 @@ int destroy_srq(Context& c, uint32_t handle, uint32_t& events) {
 
 // ---------------------------------------------------------------------- QP
 
+// An XRC target QP: no PD, CQs, SRQ or queues of its own; it receives into
+// the XRC SRQs of its domain that requests name. The handle made here is,
+// as in the kernel, one of possibly several on the shared QP.
+static int create_xrc_tgt(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv) {
+    Xrcd* x = c.get<Xrcd>(a.xrcd, ObjType::Xrcd);
+    if (!x)
+        return -EINVAL;
+    if (a.create_flags)
+        return -EOPNOTSUPP;
+    if (a.drv_len < offsetof(mlx5_ib_create_qp, uidx))
+        return -EINVAL;
+    const uint32_t known_flags = MLX5_QP_FLAG_SIGNATURE | MLX5_QP_FLAG_SCATTER_CQE | MLX5_QP_FLAG_BFREG_INDEX |
+        MLX5_QP_FLAG_ALLOW_SCATTER_CQE | MLX5_QP_FLAG_UAR_PAGE_INDEX;
+    if (a.drv.flags & ~known_flags)
+        return -EOPNOTSUPP;
+    if (int e = check_uidx(c, a.drv_len >= offsetof(mlx5_ib_create_qp, uidx) + 4, a.drv.uidx))
+        return e;
+    auto qp = std::make_unique<Qp>();
+    qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
+    while (sim().qps.count(qp->qpn) || (qp->qpn & 0xffff) == 0)
+        qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
+    qp->qp_type = IBV_QPT_XRC_RECV;
+    qp->state = IBV_QPS_RESET;
+    qp->uidx = a.drv.uidx;
+    qp->create_flags = a.drv.flags;
+    qp->user_handle = a.user_handle;
+    qp->xrc = x->dom;
+    qp->uxrcd = x;
+    ++x->usecnt;
+    ++x->dom->users;
+    caps = {qp->qpn, 0, 0, 0, 0, 0};
+    memset(&drv, 0, sizeof drv);  // mlx5_ib answers nothing for it
+    Qp* raw = qp.get();
+    handle = c.add(std::move(qp));
+    sim().qps[raw->qpn] = raw;
+    x->dom->tgt_qps.push_back(raw);
+    UVSIM_TRACE("create_qp qpn 0x%x type %u (XRC target) xrcdn 0x%x: driver data %zu bytes: buf 0x%llx db 0x%llx "
+                "sq %u rq %u shift %u flags 0x%x uidx 0x%x bfreg %u",
+                raw->qpn, raw->qp_type, x->dom->xrcdn, a.drv_len, (unsigned long long)a.drv.buf_addr,
+                (unsigned long long)a.drv.db_addr, a.drv.sq_wqe_count, a.drv.rq_wqe_count, a.drv.rq_wqe_shift,
+                a.drv.flags, a.drv.uidx, a.drv.bfreg_index);
+    return 0;
+}
+
 int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv) {
     const DevCfg& d = *c.dev->cfg;
+    if (a.qp_type == IBV_QPT_XRC_RECV)
+        return create_xrc_tgt(c, a, handle, caps, drv);
+    const bool ini = a.qp_type == IBV_QPT_XRC_SEND;
     Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
     Cq* scq = c.get<Cq>(a.send_cq, ObjType::Cq);
-    Cq* rcq = c.get<Cq>(a.recv_cq, ObjType::Cq);
-    if (!pd || !scq || !rcq)
+    Cq* rcq = a.has_recv_cq && !ini ? c.get<Cq>(a.recv_cq, ObjType::Cq) : nullptr;
+    if (!pd || !scq || (!rcq && !ini))
         return -EINVAL;
     Srq* srq = nullptr;
-    if (a.has_srq) {
+    if (a.has_srq && !ini) {
         srq = c.get<Srq>(a.srq, ObjType::Srq);
-        if (!srq)
-            return -EINVAL;
+        if (!srq || srq->xrc)
+            return -EINVAL;  // an XRC SRQ serves XRC target QPs only
     }
-    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD)
-        return -EOPNOTSUPP;  // XRC, raw packet, DC are not emulated
+    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD && !ini)
+        return -EOPNOTSUPP;  // raw packet, DC are not emulated
     if (a.create_flags)
         return -EOPNOTSUPP;
     if (a.max_send_wr > d.max_qp_wr || a.max_recv_wr > d.max_qp_wr || a.max_send_sge > d.max_sge ||
@@ -1109,9 +1304,14 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         return -EINVAL;
     if (srq && u.rq_wqe_count)
         return -EINVAL;
-    // the shift means nothing without a receive queue (and may be anything)
-    const uint32_t rq_shift = u.rq_wqe_count ? u.rq_wqe_shift : 0;
-    const uint64_t rq_size = uint64_t(u.rq_wqe_count) << rq_shift;
+    if (ini)
+        if (int e = check_uidx(c, a.drv_len >= offsetof(mlx5_ib_create_qp, uidx) + 4, u.uidx))
+            return e;
+    // the shift means nothing without a receive queue (and may be anything);
+    // an XRC initiator has none whatever the driver data says
+    const uint32_t rq_cnt = ini ? 0 : u.rq_wqe_count;
+    const uint32_t rq_shift = rq_cnt ? u.rq_wqe_shift : 0;
+    const uint64_t rq_size = uint64_t(rq_cnt) << rq_shift;
     const uint64_t sq_size = uint64_t(u.sq_wqe_count) * 64;
     if (rq_size + sq_size == 0)
         return -EINVAL;
@@ -1148,7 +1348,7 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     qp->buf = u.buf_addr;
     qp->dbrec = reinterpret_cast<uint32_t*>(u.db_addr);
     qp->sq_wqe_cnt = u.sq_wqe_count;
-    qp->rq_wqe_cnt = u.rq_wqe_count;
+    qp->rq_wqe_cnt = rq_cnt;
     qp->rq_wqe_shift = rq_shift;
     qp->sq_buf = u.buf_addr + rq_size;
     qp->uidx = u.uidx;
@@ -1168,7 +1368,9 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     qp->max_send_sge = a.max_send_sge;
     qp->max_recv_sge = a.max_recv_sge;
     qp->max_inline = a.max_inline;
-    caps = {qp->qpn, a.max_send_wr, a.max_recv_wr, a.max_send_sge, a.max_recv_sge, a.max_inline};
+    if (ini)
+        qp->max_recv_wr = qp->max_recv_sge = 0;
+    caps = {qp->qpn, a.max_send_wr, qp->max_recv_wr, a.max_send_sge, qp->max_recv_sge, a.max_inline};
     memset(&drv, 0, sizeof drv);
     // bfreg numbering is 4 per UAR page (2 used): 0 = no BlueFlame, 1 = the
     // first medium-latency register
@@ -1178,30 +1380,40 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
                                                               : 1;
     ++pd->usecnt;
     ++scq->usecnt;
-    ++rcq->usecnt;
+    if (rcq)
+        ++rcq->usecnt;
     if (srq)
         ++srq->usecnt;
     Qp* raw = qp.get();
     handle = c.add(std::move(qp));
     sim().qps[raw->qpn] = raw;
     UVSIM_TRACE("create_qp qpn 0x%x type %u sq %u wqebb rq %u x %u buf 0x%llx db 0x%llx flags 0x%x bfreg %u%s "
-                "scatter %u/%u",
+                "scatter %u/%u uidx 0x%x (driver data rq %u shift %u)",
                 raw->qpn, raw->qp_type, raw->sq_wqe_cnt, raw->rq_wqe_cnt, 1u << raw->rq_wqe_shift,
                 (unsigned long long)raw->buf, (unsigned long long)u.db_addr, u.flags, u.bfreg_index, srq ? " srq" : "",
-                raw->cs_res, raw->cs_req);
+                raw->cs_res, raw->cs_req, u.uidx, u.rq_wqe_count, u.rq_wqe_shift);
     return 0;
 }
 
 namespace {
 
-// ib_modify_qp_is_ok: required and optional attributes per transition.
+// ib_modify_qp_is_ok: required and optional attributes per transition,
+// per transport: RC, UC, UD, XRC initiator, XRC target.
 struct Trans {
     bool valid;
-    uint32_t req[3];  // RC, UC, UD
-    uint32_t opt[3];
+    uint32_t req[5];
+    uint32_t opt[5];
 };
 
-int tidx(uint8_t t) { return t == IBV_QPT_RC ? 0 : t == IBV_QPT_UC ? 1 : 2; }
+int tidx(uint8_t t) {
+    switch (t) {
+    case IBV_QPT_RC: return 0;
+    case IBV_QPT_UC: return 1;
+    case IBV_QPT_XRC_SEND: return 3;
+    case IBV_QPT_XRC_RECV: return 4;
+    default: return 2;
+    }
+}
 
 Trans transition(uint8_t cur, uint8_t next) {
     constexpr uint32_t S = IBV_QP_STATE, CS = IBV_QP_CUR_STATE, AF = IBV_QP_ACCESS_FLAGS, PK = IBV_QP_PKEY_INDEX,
@@ -1216,40 +1428,49 @@ Trans transition(uint8_t cur, uint8_t next) {
     switch (cur) {
     case IBV_QPS_RESET:
         if (next == IBV_QPS_INIT)
-            return {true, {PK | PO | AF, PK | PO | AF, PK | PO | QK}, {}};
+            return {true, {PK | PO | AF, PK | PO | AF, PK | PO | QK, PK | PO | AF, PK | PO | AF}, {}};
         break;
     case IBV_QPS_INIT:
         if (next == IBV_QPS_INIT)
-            return {true, {}, {PK | PO | AF, PK | PO | AF, PK | PO | QK}};
+            return {true, {}, {PK | PO | AF, PK | PO | AF, PK | PO | QK, PK | PO | AF, PK | PO | AF}};
         if (next == IBV_QPS_RTR)
             return {true,
-                    {AV | MTU | DQ | RQP | MDRA | MRT, AV | MTU | DQ | RQP, 0},
-                    {ALT | AF | PK, ALT | AF | PK, PK | QK}};
+                    {AV | MTU | DQ | RQP | MDRA | MRT, AV | MTU | DQ | RQP, 0, AV | MTU | DQ | RQP,
+                     AV | MTU | DQ | RQP | MDRA | MRT},
+                    {ALT | AF | PK, ALT | AF | PK, PK | QK, ALT | AF | PK, ALT | AF | PK}};
         break;
     case IBV_QPS_RTR:
         if (next == IBV_QPS_RTS)
             return {true,
-                    {TO | RC_ | RNR | SQP | MRA, SQP, SQP},
-                    {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
+                    {TO | RC_ | RNR | SQP | MRA, SQP, SQP, TO | RC_ | RNR | SQP | MRA, TO | SQP},
+                    {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK, CS | ALT | AF | MRT | PMS,
+                     CS | ALT | AF | MRT | PMS}};
         break;
     case IBV_QPS_RTS:
         if (next == IBV_QPS_RTS)
-            return {true, {}, {CS | AF | ALT | PMS | MRT, CS | AF | ALT | PMS, CS | QK}};
+            return {true,
+                    {},
+                    {CS | AF | ALT | PMS | MRT, CS | AF | ALT | PMS, CS | QK, CS | AF | ALT | PMS,
+                     CS | AF | ALT | PMS | MRT}};
         if (next == IBV_QPS_SQD)
-            return {true, {}, {SQD_N, SQD_N, SQD_N}};
+            return {true, {}, {SQD_N, SQD_N, SQD_N, SQD_N, SQD_N}};
         break;
     case IBV_QPS_SQD:
         if (next == IBV_QPS_RTS)
-            return {true, {}, {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK}};
+            return {true,
+                    {},
+                    {CS | ALT | AF | MRT | PMS, CS | ALT | AF | PMS, CS | QK, CS | ALT | AF | PMS,
+                     CS | ALT | AF | MRT | PMS}};
         if (next == IBV_QPS_SQD)
-            return {
-                true,
-                {},
-                {PO | AV | TO | RC_ | RNR | MRA | MDRA | ALT | AF | PK | MRT | PMS, AV | ALT | AF | PK | PMS, PK | QK}};
+            return {true,
+                    {},
+                    {PO | AV | TO | RC_ | RNR | MRA | MDRA | ALT | AF | PK | MRT | PMS, AV | ALT | AF | PK | PMS,
+                     PK | QK, PO | AV | TO | RC_ | RNR | MRA | ALT | AF | PK | PMS,
+                     PO | AV | TO | MDRA | ALT | AF | PK | MRT | PMS}};
         break;
     case IBV_QPS_SQE:
         if (next == IBV_QPS_RTS)
-            return {true, {}, {CS, CS | AF, CS | QK}};
+            return {true, {}, {CS, CS | AF, CS | QK, 0, 0}};
         break;
     }
     return {false, {}, {}};
@@ -1291,6 +1512,8 @@ int modify_qp(Context& c, const ib_uverbs_modify_qp& m) {
     Qp* qp = c.get<Qp>(m.qp_handle, ObjType::Qp);
     if (!qp)
         return -EINVAL;
+    if (qp->real)
+        qp = qp->real;  // a handle opened on an XRC target QP: the QP itself
     const uint32_t mask = m.attr_mask;
     const uint8_t cur = (mask & IBV_QP_CUR_STATE) ? m.cur_qp_state : qp->state;
     const uint8_t next = (mask & IBV_QP_STATE) ? m.qp_state : cur;
@@ -1430,6 +1653,8 @@ int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp
     Qp* qp = c.get<Qp>(handle, ObjType::Qp);
     if (!qp)
         return -EINVAL;
+    if (qp->real)
+        qp = qp->real;
     (void)mask;
     memset(&r, 0, sizeof r);
     av_to_dest(qp->av, r.dest);
@@ -1472,21 +1697,106 @@ namespace {
 void mcast_unregister(const uint8_t gid[16], uint32_t qpn);  // below, with attach_mcast
 }  // namespace
 
+namespace {
+
+// The end of an XRC target QP, when its last handle went.
+void destroy_xrc_tgt(Qp& qp) {
+    engine_qp_destroy(qp);
+    auto& v = qp.xrc->tgt_qps;
+    v.erase(std::remove(v.begin(), v.end(), &qp), v.end());
+    --qp.xrc->users;
+    sim().qps.erase(qp.qpn);
+    UVSIM_TRACE("destroy_qp qpn 0x%x (XRC target)", qp.qpn);
+}
+
+// A handle on an XRC target QP goes (the creator's or an OPEN_QP one): the
+// QP goes with the last; while others remain it stays, its events going
+// to one of them.
+int close_xrc_tgt_handle(Context& c, uint32_t handle, Qp* h, uint32_t& events) {
+    events = h->events_reported - drop_unread_async(c, h->user_handle);
+    --h->uxrcd->usecnt;
+    if (h->real) {
+        Qp* real = h->real;
+        auto& o = real->opened;
+        o.erase(std::remove(o.begin(), o.end(), h), o.end());
+        c.objects.erase(handle);
+        if (real->orphan && o.empty()) {
+            destroy_xrc_tgt(*real);
+            auto& orph = sim().orphan_qps;
+            orph.erase(std::remove_if(orph.begin(), orph.end(), [&](const auto& p) { return p.get() == real; }),
+                       orph.end());
+        } else if (real->orphan && real->ctx == &c) {
+            real->ctx = o.front()->ctx;
+            real->user_handle = o.front()->user_handle;
+        }
+        return 0;
+    }
+    if (h->opened.empty()) {
+        destroy_xrc_tgt(*h);
+        c.objects.erase(handle);
+        return 0;
+    }
+    // others hold it: the QP outlives this handle
+    auto it = c.objects.find(handle);
+    std::unique_ptr<Object> obj = std::move(it->second);
+    c.objects.erase(it);
+    h->orphan = true;
+    h->uxrcd = nullptr;
+    h->ctx = h->opened.front()->ctx;
+    h->user_handle = h->opened.front()->user_handle;
+    h->events_reported = 0;
+    sim().orphan_qps.push_back(std::move(obj));
+    UVSIM_TRACE("qpn 0x%x: creator's handle closed, %zu opened handle(s) keep it", h->qpn, h->opened.size());
+    return 0;
+}
+
+}  // namespace
+
 int destroy_qp(Context& c, uint32_t handle, uint32_t& events) {
     Qp* qp = c.get<Qp>(handle, ObjType::Qp);
     if (!qp)
         return -EINVAL;
+    if (qp->qp_type == IBV_QPT_XRC_RECV)
+        return close_xrc_tgt_handle(c, handle, qp, events);
     engine_qp_destroy(*qp);
     events = qp->events_reported - drop_unread_async(c, qp->user_handle);
     --qp->pd->usecnt;
     --qp->send_cq->usecnt;
-    --qp->recv_cq->usecnt;
+    if (qp->recv_cq)
+        --qp->recv_cq->usecnt;
     if (qp->srq)
         --qp->srq->usecnt;
     for (const Qp::McastGroup& g : qp->mcast)
         mcast_unregister(g.gid, qp->qpn);
     sim().qps.erase(qp->qpn);
     c.objects.erase(handle);
+    return 0;
+}
+
+int open_qp(Context& c, uint32_t xrcd, uint32_t qpn, uint8_t qp_type, uint64_t user_handle, uint32_t& handle) {
+    Xrcd* x = c.get<Xrcd>(xrcd, ObjType::Xrcd);
+    if (!x)
+        return -EINVAL;
+    if (qp_type != IBV_QPT_XRC_RECV)
+        return -EINVAL;
+    Qp* real = nullptr;
+    for (Qp* q : x->dom->tgt_qps)
+        if (q->qpn == qpn)
+            real = q;
+    if (!real)
+        return -EINVAL;
+    auto h = std::make_unique<Qp>();
+    h->qpn = real->qpn;
+    h->qp_type = IBV_QPT_XRC_RECV;
+    h->real = real;
+    h->xrc = real->xrc;
+    h->uxrcd = x;
+    h->user_handle = user_handle;
+    ++x->usecnt;
+    Qp* raw = h.get();
+    handle = c.add(std::move(h));
+    real->opened.push_back(raw);
+    UVSIM_TRACE("open_qp qpn 0x%x (handles on it: %zu more)", qpn, real->opened.size());
     return 0;
 }
 
@@ -1588,7 +1898,7 @@ int detach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
 void destroy_context(Context& c) {
     // children first: QPs, then SRQs, AHs, MRs, CQs, PDs
     static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mw,
-                                    ObjType::Mr, ObjType::Cq,  ObjType::Pd};
+                                    ObjType::Mr, ObjType::Cq,  ObjType::Pd, ObjType::Xrcd};
     for (ObjType t : order) {
         std::vector<uint32_t> hs;
         for (const auto& [h, o] : c.objects)
@@ -1614,6 +1924,13 @@ void destroy_context(Context& c) {
                 c.get<Pd>(h, t)->usecnt = 0;
                 dealloc_pd(c, h);
                 break;
+            case ObjType::Xrcd: {
+                Xrcd* x = c.get<Xrcd>(h, t);
+                if (x->dom->has_inode)
+                    --x->dom->opens;
+                c.objects.erase(h);
+                break;
+            }
             default: c.objects.erase(h); break;
             }
         }

@@ -53,6 +53,13 @@ int create_ah(Context& c, uint32_t pd, uint64_t user_handle, const ib_uverbs_ah_
               mlx5_ib_create_ah_resp* drv);
 int destroy_ah(Context& c, uint32_t handle);
 
+// ---- XRC domains (OPEN_XRCD / CLOSE_XRCD)
+// fd -1: a private domain; else the domain of the file's inode on this
+// device, made when oflags has O_CREAT (EAGAIN without, EINVAL when it
+// exists and oflags has O_EXCL).
+int open_xrcd(Context& c, int fd, uint32_t oflags, uint32_t& handle);
+int close_xrcd(Context& c, uint32_t handle);
+
 // ---- CQ
 struct CqArgs {
     uint64_t user_handle = 0;
@@ -72,7 +79,8 @@ int resize_cq(Context& c, uint32_t handle, uint32_t cqe, const mlx5_ib_resize_cq
 struct SrqArgs {
     uint64_t user_handle = 0;
     uint32_t pd = 0, max_wr = 0, max_sge = 0, limit = 0;
-    uint32_t srq_type = 0;  // IB_SRQT_BASIC only
+    uint32_t srq_type = 0;  // IBV_SRQT_BASIC or IBV_SRQT_XRC (tag matching: EOPNOTSUPP)
+    uint32_t xrcd = 0, cq = 0;  // XRC: the domain and the CQ of its receives
     mlx5_ib_create_srq drv{};
     size_t drv_len = 0;
 };
@@ -86,6 +94,10 @@ struct QpArgs {
     uint64_t user_handle = 0;
     uint32_t pd = 0, send_cq = 0, recv_cq = 0, srq = 0;
     bool has_srq = false;
+    // XRC target QPs: the domain (no PD, CQs, SRQ or queues)
+    uint32_t xrcd = 0;
+    // XRC initiators: no receive CQ (the core leaves it out)
+    bool has_recv_cq = true;
     uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0, max_inline = 0;
     uint8_t sq_sig_all = 0, qp_type = 0;
     uint32_t create_flags = 0;
@@ -99,6 +111,9 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
 int modify_qp(Context& c, const ib_uverbs_modify_qp& m);
 int query_qp(Context& c, uint32_t handle, uint32_t mask, ib_uverbs_query_qp_resp& r);
 int destroy_qp(Context& c, uint32_t handle, uint32_t& events);
+// OPEN_QP: a new handle on the XRC target QP `qpn` of the domain of handle
+// `xrcd` (EINVAL when the domain has no such QP or the type is not XRC_RECV).
+int open_qp(Context& c, uint32_t xrcd, uint32_t qpn, uint8_t qp_type, uint64_t user_handle, uint32_t& handle);
 
 // ---- multicast (UD)
 int attach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);

@@ -43,6 +43,7 @@ enum : uint8_t {
     TRANSPORT_RC = 0x00,
     TRANSPORT_UC = 0x20,
     TRANSPORT_UD = 0x60,
+    TRANSPORT_XRC = 0xa0,
 };
 
 // AETH syndromes (upper 3 bits: 0 ACK, 1 RNR NAK, 3 NAK)
@@ -83,6 +84,8 @@ struct WireHdr {
     uint8_t tclass;
     uint8_t hop_limit;
     uint16_t reserved;
+    uint32_t xrc_srqn;  // XRCETH: the XRC SRQ a request to an XRC target QP is for
+    uint32_t xrc_tgt_qpn;  // kFlagXrcRelay: the target QP the request arrived at
 };
 
 enum : uint8_t {
@@ -91,6 +94,10 @@ enum : uint8_t {
     kFlagAckReq = 4,  // BTH AckReq: the responder acknowledges this packet
     kFlagRoceV2 = 8,  // RoCE v2: UDP/IP encapsulation (the GRH is an IPv4/IPv6 header)
     kFlagMcast = 16,  // a copy of a multicast packet (dest_qpn: one member)
+    // Not a packet on the wire: inside the device, a request that reached an
+    // XRC target QP handed to the process owning the XRC SRQ it names
+    // (dest_qpn: that SRQ's number, which carries the process's slot)
+    kFlagXrcRelay = 32,
 };
 
 struct Packet {

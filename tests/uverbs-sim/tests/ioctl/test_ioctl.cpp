@@ -915,7 +915,7 @@ TEST_F(Ioctl, InvokeWrite) {
     s.out(UVERBS_ATTR_CORE_OUT, qout, 8);
     EXPECT_EQ(s.run(f), -ENOSPC);
     Req u(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
-    u.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_OPEN_XRCD);
+    u.cnst(UVERBS_ATTR_WRITE_CMD, IB_USER_VERBS_CMD_MODIFY_AH);
     u.in(UVERBS_ATTR_CORE_IN, qin, sizeof *qin);
     EXPECT_EQ(u.run(f), -EOPNOTSUPP);
     Req x(ar, UVERBS_OBJECT_DEVICE, UVERBS_METHOD_INVOKE_WRITE);
@@ -1109,6 +1109,124 @@ TEST_F(Ioctl, QpAndSrqLifeCycle) {
     EXPECT_EQ(qresp->events_reported, 0u);
     EXPECT_EQ(ds.run(f), 0);
     EXPECT_TRUE(ds.valid(dso));
+    EXPECT_EQ(destroy_cq_ioctl(f, cq.handle), 0);
+}
+
+// XRC through the methods libibverbs 44 uses: SRQ_CREATE of type XRC (its
+// domain and CQ), QP_CREATE of XRC_TGT (the domain only) and XRC_INI (PD and
+// send CQ only), XRCD_DESTROY.
+TEST_F(Ioctl, XrcSrqQpAndXrcdDestroy) {
+    File f(0);
+    open_ctx(f);
+    const uint32_t pd = make_pd(f);
+    CqOut cq = make_cq(f);
+    ASSERT_EQ(cq.r, 0);
+    uint32_t xh;
+    {
+        std::lock_guard<std::recursive_mutex> g(sim().mu);
+        ASSERT_EQ(open_xrcd(*f.c, -1, 0, xh), 0);
+    }
+    auto* sdrv = ar.alloc<mlx5_ib_create_srq>(sizeof(mlx5_ib_create_srq));
+    sdrv->buf_addr = Arena::a(ar.alloc(64 * 32, 4096));
+    sdrv->db_addr = Arena::a(ar.alloc(8, 64));
+    sdrv->uidx = 3;
+    auto* smw = ar.alloc<uint32_t>(4);
+    auto* sms = ar.alloc<uint32_t>(4);
+    auto* sn = ar.alloc<uint32_t>(4);
+    auto* sd = ar.alloc<mlx5_ib_create_srq_resp>(sizeof(mlx5_ib_create_srq_resp));
+    Req s(ar, UVERBS_OBJECT_SRQ, UVERBS_METHOD_SRQ_CREATE);
+    auto& sh = s.obj(UVERBS_ATTR_CREATE_SRQ_HANDLE, 0);
+    s.obj(UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, pd);
+    s.cnst(UVERBS_ATTR_CREATE_SRQ_TYPE, IB_UVERBS_SRQT_XRC);
+    s.u64(UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, 0x5);
+    s.u32(UVERBS_ATTR_CREATE_SRQ_MAX_WR, 15);
+    s.u32(UVERBS_ATTR_CREATE_SRQ_MAX_SGE, 1);
+    s.u32(UVERBS_ATTR_CREATE_SRQ_LIMIT, 0);
+    s.out(UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, smw, 4);
+    s.out(UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, sms, 4);
+    s.out(UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM, sn, 4);
+    s.in(UVERBS_ATTR_UHW_IN, sdrv, sizeof *sdrv);
+    s.out(UVERBS_ATTR_UHW_OUT, sd, sizeof *sd);
+    // without the domain and CQ: ENOENT, as the kernel's handler answers
+    EXPECT_EQ(s.run(f), -ENOENT);
+    s.obj(UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE, xh);
+    s.obj(UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE, cq.handle);
+    ASSERT_EQ(s.run(f), 0);
+    Srq* so = f.c->get<Srq>(static_cast<uint32_t>(sh.data), ObjType::Srq);
+    ASSERT_NE(so, nullptr);
+    EXPECT_EQ(*sn, so->srqn);
+    EXPECT_EQ(sd->srqn, so->srqn);
+    EXPECT_EQ(so->uidx, 3u);
+    EXPECT_NE(so->cq, nullptr);
+    // the target QP: nothing but the domain (a PD with it: EINVAL)
+    auto* drv = ar.alloc<mlx5_ib_create_qp>(sizeof(mlx5_ib_create_qp));
+    auto* rcap = ar.alloc<ib_uverbs_qp_cap>(sizeof(ib_uverbs_qp_cap));
+    auto* qpn = ar.alloc<uint32_t>(4);
+    auto* d = ar.alloc<mlx5_ib_create_qp_resp>(sizeof(mlx5_ib_create_qp_resp));
+    ib_uverbs_qp_cap cap{};
+    Req t(ar, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE);
+    auto& th = t.obj(UVERBS_ATTR_CREATE_QP_HANDLE, 0);
+    t.obj(UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, xh);
+    t.u64(UVERBS_ATTR_CREATE_QP_USER_HANDLE, 0x77);
+    t.in(UVERBS_ATTR_CREATE_QP_CAP, &cap, sizeof cap);
+    t.cnst(UVERBS_ATTR_CREATE_QP_TYPE, IB_UVERBS_QPT_XRC_TGT);
+    t.out(UVERBS_ATTR_CREATE_QP_RESP_CAP, rcap, sizeof *rcap);
+    t.out(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, qpn, 4);
+    t.in(UVERBS_ATTR_UHW_IN, drv, sizeof *drv);
+    t.out(UVERBS_ATTR_UHW_OUT, d, sizeof *d);
+    ASSERT_EQ(t.run(f), 0);
+    Qp* tq = f.c->get<Qp>(static_cast<uint32_t>(th.data), ObjType::Qp);
+    ASSERT_NE(tq, nullptr);
+    EXPECT_EQ(tq->qp_type, IBV_QPT_XRC_RECV);
+    EXPECT_EQ(*qpn, tq->qpn);
+    EXPECT_EQ(tq->pd, nullptr);
+    EXPECT_EQ(tq->recv_cq, nullptr);
+    auto& tpd = t.obj(UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd);
+    EXPECT_EQ(t.run(f), -EINVAL);
+    tpd.attr_id = UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE;
+    tpd.data = cq.handle;
+    EXPECT_EQ(t.run(f), -EINVAL);
+    // the initiator: PD and send CQ; a domain with it is EINVAL
+    drv->buf_addr = Arena::a(ar.alloc(64 * 64, 4096));
+    drv->db_addr = Arena::a(ar.alloc(8, 64));
+    drv->sq_wqe_count = 64;
+    drv->uidx = 4;
+    ib_uverbs_qp_cap icap{32, 8, 1, 1, 0};
+    Req i(ar, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE);
+    auto& ih = i.obj(UVERBS_ATTR_CREATE_QP_HANDLE, 0);
+    i.obj(UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd);
+    i.obj(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, cq.handle);
+    i.u64(UVERBS_ATTR_CREATE_QP_USER_HANDLE, 0x78);
+    i.in(UVERBS_ATTR_CREATE_QP_CAP, &icap, sizeof icap);
+    i.cnst(UVERBS_ATTR_CREATE_QP_TYPE, IB_UVERBS_QPT_XRC_INI);
+    i.out(UVERBS_ATTR_CREATE_QP_RESP_CAP, rcap, sizeof *rcap);
+    i.out(UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, qpn, 4);
+    i.in(UVERBS_ATTR_UHW_IN, drv, sizeof *drv);
+    i.out(UVERBS_ATTR_UHW_OUT, d, sizeof *d);
+    ASSERT_EQ(i.run(f), 0);
+    Qp* iq = f.c->get<Qp>(static_cast<uint32_t>(ih.data), ObjType::Qp);
+    ASSERT_NE(iq, nullptr);
+    EXPECT_EQ(iq->qp_type, IBV_QPT_XRC_SEND);
+    EXPECT_EQ(iq->recv_cq, nullptr);
+    EXPECT_EQ(iq->rq_wqe_cnt, 0u);
+    EXPECT_EQ(rcap->max_recv_wr, 0u);  // the core zeroes the receive side
+    EXPECT_EQ(rcap->max_send_wr, 32u);
+    i.obj(UVERBS_ATTR_CREATE_QP_XRCD_HANDLE, xh);
+    EXPECT_EQ(i.run(f), -EINVAL);
+    // XRCD_DESTROY: busy while the SRQ and the target QP use it
+    Req dx(ar, UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY);
+    dx.obj(UVERBS_ATTR_DESTROY_XRCD_HANDLE, xh);
+    EXPECT_EQ(dx.run(f), -EBUSY);
+    {
+        std::lock_guard<std::recursive_mutex> g(sim().mu);
+        uint32_t ev;
+        ASSERT_EQ(destroy_qp(*f.c, static_cast<uint32_t>(th.data), ev), 0);
+        EXPECT_EQ(dx.run(f), -EBUSY);
+        ASSERT_EQ(destroy_srq(*f.c, static_cast<uint32_t>(sh.data), ev), 0);
+        ASSERT_EQ(destroy_qp(*f.c, static_cast<uint32_t>(ih.data), ev), 0);
+    }
+    EXPECT_EQ(dx.run(f), 0);
+    EXPECT_EQ(dx.run(f), -ENOENT);  // gone
     EXPECT_EQ(destroy_cq_ioctl(f, cq.handle), 0);
 }
 

@@ -77,8 +77,8 @@ TEST_F(Write, ReservedCommandBits) {
 
 TEST_F(Write, UnknownCommands) {
     context();
-    // OPEN_XRCD (0x25), CREATE_XSRQ, a number past the table
-    for (uint32_t op : {uint32_t(IB_USER_VERBS_CMD_OPEN_XRCD), uint32_t(IB_USER_VERBS_CMD_CREATE_XSRQ), 0x7fu}) {
+    // MODIFY_AH and QUERY_AH (no kernel implements them), a number past the table
+    for (uint32_t op : {uint32_t(IB_USER_VERBS_CMD_MODIFY_AH), uint32_t(IB_USER_VERBS_CMD_QUERY_AH), 0x7fu}) {
         ib_uverbs_cmd_hdr h{op, 4, 0};
         Bytes b;
         append(b, &h, sizeof h);
@@ -689,8 +689,7 @@ TEST_F(Write, CreateQpChecks) {
     t.srq = 77;
     EXPECT_EQ(bad(t, qp_drv(b, d, 16, 0)), -EINVAL);
     // types the model does not have
-    for (uint8_t type : {uint8_t(IBV_QPT_XRC_SEND), uint8_t(IBV_QPT_XRC_RECV), uint8_t(IBV_QPT_RAW_PACKET),
-                         uint8_t(IBV_QPT_DRIVER), uint8_t(0), uint8_t(200)}) {
+    for (uint8_t type : {uint8_t(IBV_QPT_RAW_PACKET), uint8_t(IBV_QPT_DRIVER), uint8_t(0), uint8_t(200)}) {
         t = s;
         t.type = type;
         EXPECT_EQ(bad(t, qp_drv(b, d, 16, 16)), -EOPNOTSUPP) << int(type);
@@ -1030,4 +1029,196 @@ TEST_F(Write, MmapUarPages) {
     void* c = map((5 << 8) * page, page, PROT_READ, MAP_SHARED, err);
     ASSERT_NE(c, MAP_FAILED);
     munmap(c, page);
+}
+
+// ------------------------------------------------------------------ XRC
+
+namespace {
+
+Bytes open_xrcd_cmd(uint64_t resp, uint32_t fd, uint32_t oflags) {
+    ib_uverbs_open_xrcd q{};
+    q.fd = fd;
+    q.oflags = oflags;
+    return legacy(IB_USER_VERBS_CMD_OPEN_XRCD, q, resp, sizeof(ib_uverbs_open_xrcd_resp));
+}
+
+Bytes close_xrcd_cmd(uint32_t h) {
+    ib_uverbs_close_xrcd q{};
+    q.xrcd_handle = h;
+    return legacy_noresp(IB_USER_VERBS_CMD_CLOSE_XRCD, q);
+}
+
+Bytes create_xsrq_cmd(uint64_t resp, uint32_t pd, uint32_t xrcd, uint32_t cq, uint64_t buf, uint64_t db, uint32_t uidx,
+                      size_t drv_len = sizeof(mlx5_ib_create_srq)) {
+    ib_uverbs_create_xsrq q{};
+    q.user_handle = 0x7777;
+    q.srq_type = IBV_SRQT_XRC;
+    q.pd_handle = pd;
+    q.max_wr = 15;
+    q.max_sge = 1;
+    q.xrcd_handle = xrcd;
+    q.cq_handle = cq;
+    mlx5_ib_create_srq d{};
+    d.buf_addr = buf;
+    d.db_addr = db;
+    d.uidx = uidx;
+    return legacy(IB_USER_VERBS_CMD_CREATE_XSRQ, q, resp,
+                  sizeof(ib_uverbs_create_srq_resp) + sizeof(mlx5_ib_create_srq_resp), &d, drv_len);
+}
+
+Bytes open_qp_cmd(uint64_t resp, uint32_t xrcd, uint32_t qpn, uint8_t type = IBV_QPT_XRC_RECV) {
+    ib_uverbs_open_qp q{};
+    q.user_handle = 0x8888;
+    q.pd_handle = xrcd;
+    q.qpn = qpn;
+    q.qp_type = type;
+    return legacy(IB_USER_VERBS_CMD_OPEN_QP, q, resp, sizeof(ib_uverbs_create_qp_resp));
+}
+
+}  // namespace
+
+TEST_F(Write, XrcdOpenClose) {
+    context();
+    // a private domain
+    ok(open_xrcd_cmd(A(kResp), 0xffffffff, 0));
+    const uint32_t priv = resp<ib_uverbs_open_xrcd_resp>().xrcd_handle;
+    // a domain of a file: O_CREAT makes it, without it EAGAIN; O_EXCL on an
+    // existing one EINVAL; a second open shares it
+    char path[] = "/tmp/uvsim-xrcd-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    unlink(path);
+    EXPECT_EQ(run(open_xrcd_cmd(A(kResp), uint32_t(fd), 0)), -EAGAIN);
+    ok(open_xrcd_cmd(A(kResp), uint32_t(fd), O_CREAT));
+    const uint32_t x1 = resp<ib_uverbs_open_xrcd_resp>().xrcd_handle;
+    EXPECT_EQ(run(open_xrcd_cmd(A(kResp), uint32_t(fd), O_CREAT | O_EXCL)), -EINVAL);
+    ok(open_xrcd_cmd(A(kResp), uint32_t(fd), 0));
+    const uint32_t x2 = resp<ib_uverbs_open_xrcd_resp>().xrcd_handle;
+    EXPECT_NE(x1, x2);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        auto* a = file_->ctx().get<uvsim::Xrcd>(x1, uvsim::ObjType::Xrcd);
+        auto* b = file_->ctx().get<uvsim::Xrcd>(x2, uvsim::ObjType::Xrcd);
+        ASSERT_TRUE(a && b);
+        EXPECT_EQ(a->dom, b->dom);
+        EXPECT_EQ(a->dom->opens, 2);
+    }
+    // an fd that is no file
+    EXPECT_EQ(run(open_xrcd_cmd(A(kResp), 9999, O_CREAT)), -EBADF);
+    // closing: unknown handle, a PD's handle, then each
+    EXPECT_EQ(run(close_xrcd_cmd(77)), -EINVAL);
+    const uint32_t p = pd();
+    EXPECT_EQ(run(close_xrcd_cmd(p)), -EINVAL);
+    ok(close_xrcd_cmd(x1));
+    ok(close_xrcd_cmd(x2));
+    ok(close_xrcd_cmd(priv));
+    // the inode's domain went with its last handle: O_CREAT needed again
+    EXPECT_EQ(run(open_xrcd_cmd(A(kResp), uint32_t(fd), 0)), -EAGAIN);
+    close(fd);
+}
+
+TEST_F(Write, XrcSrqAndQps) {
+    context();
+    const uint32_t p = pd(), c = cq();
+    ok(open_xrcd_cmd(A(kResp), 0xffffffff, 0));
+    const uint32_t x = resp<ib_uverbs_open_xrcd_resp>().xrcd_handle;
+    const uint64_t sb = A(buf(0x1000)), sd = A(db());
+    // the XRC SRQ: domain, CQ, PD checked; mlx5_ib's user index (CQE
+    // version 1: present, not 0xffffff, 24 bits)
+    EXPECT_EQ(run(create_xsrq_cmd(A(kResp), p, 77, c, sb, sd, 5)), -EINVAL);
+    EXPECT_EQ(run(create_xsrq_cmd(A(kResp), p, x, p, sb, sd, 5)), -EINVAL);
+    EXPECT_EQ(run(create_xsrq_cmd(A(kResp), c, x, c, sb, sd, 5)), -EINVAL);
+    EXPECT_EQ(run(create_xsrq_cmd(A(kResp), p, x, c, sb, sd, 0xffffff)), -EINVAL);
+    EXPECT_EQ(run(create_xsrq_cmd(A(kResp), p, x, c, sb, sd, 0x1000000)), -EINVAL);
+    EXPECT_EQ(run(create_xsrq_cmd(A(kResp), p, x, c, sb, sd, 5, offsetof(mlx5_ib_create_srq, uidx))), -EINVAL);
+    ok(create_xsrq_cmd(A(kResp), p, x, c, sb, sd, 5));
+    const auto sr = resp<ib_uverbs_create_srq_resp>();
+    EXPECT_NE(sr.srqn, 0u);
+    EXPECT_EQ(resp<mlx5_ib_create_srq_resp>(kResp + sizeof sr).srqn, sr.srqn);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        auto* s = file_->ctx().get<uvsim::Srq>(sr.srq_handle, uvsim::ObjType::Srq);
+        ASSERT_TRUE(s);
+        EXPECT_EQ(s->uidx, 5u);
+        EXPECT_TRUE(s->xrc != nullptr);
+    }
+    // an XRC SRQ does not serve an RC QP
+    QpSpec rc;
+    rc.pd = p;
+    rc.scq = rc.rcq = c;
+    rc.has_srq = true;
+    rc.srq = sr.srq_handle;
+    EXPECT_EQ(run(create_qp(A(kResp), rc, qp_drv(A(buf(0x2000)), A(db()), 16, 0))), -EINVAL);
+    // the target QP: the domain in pd_handle (a PD there is EINVAL); its
+    // user index as mlx5_ib checks it
+    QpSpec t;
+    t.type = IBV_QPT_XRC_RECV;
+    t.pd = p;
+    auto drv = qp_drv(0, 0, 0, 0);
+    drv.uidx = 0;
+    EXPECT_EQ(run(create_qp(A(kResp), t, drv)), -EINVAL);
+    t.pd = x;
+    drv.uidx = 0xffffff;
+    EXPECT_EQ(run(create_qp(A(kResp), t, drv)), -EINVAL);
+    drv.uidx = 0;
+    ok(create_qp(A(kResp), t, drv));
+    const auto tr = resp<ib_uverbs_create_qp_resp>();
+    EXPECT_EQ(tr.max_send_wr, 0u);
+    EXPECT_EQ(tr.max_recv_wr, 0u);
+    // the initiator: PD and send CQ, no receive queue whatever it asks
+    QpSpec i;
+    i.type = IBV_QPT_XRC_SEND;
+    i.pd = p;
+    i.scq = c;
+    i.rcq = 0;
+    auto idrv = qp_drv(A(buf(0x2000)), A(db()), 16, 16);
+    idrv.uidx = 6;
+    ok(create_qp(A(kResp), i, idrv));
+    const auto ir = resp<ib_uverbs_create_qp_resp>();
+    EXPECT_EQ(ir.max_recv_wr, 0u);
+    EXPECT_EQ(query(ir.qp_handle).max_recv_wr, 0u);
+    // OPEN_QP: by number in the domain, XRC_RECV only
+    EXPECT_EQ(run(open_qp_cmd(A(kResp), x, ir.qpn)), -EINVAL);
+    EXPECT_EQ(run(open_qp_cmd(A(kResp), x, tr.qpn, IBV_QPT_RC)), -EINVAL);
+    EXPECT_EQ(run(open_qp_cmd(A(kResp), p, tr.qpn)), -EINVAL);
+    ok(open_qp_cmd(A(kResp), x, tr.qpn));
+    const auto orr = resp<ib_uverbs_create_qp_resp>();
+    EXPECT_EQ(orr.qpn, tr.qpn);
+    EXPECT_NE(orr.qp_handle, tr.qp_handle);
+    // modify through the opened handle, seen through the creator's
+    ib_uverbs_modify_qp m{};
+    m.qp_handle = orr.qp_handle;
+    m.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    EXPECT_EQ(modify(m), 0);
+    EXPECT_EQ(query(tr.qp_handle).qp_state, IBV_QPS_INIT);
+    // destroy order: the domain, the CQ, the PD while used
+    EXPECT_EQ(run(close_xrcd_cmd(x)), -EBUSY);
+    EXPECT_EQ(run(destroy_cq(A(kResp), c)), -EBUSY);
+    EXPECT_EQ(run(dealloc_pd(p)), -EBUSY);
+    // the creator's handle first: the QP stays for the opened one
+    EXPECT_GT(run(destroy_qp(A(kResp), tr.qp_handle)), 0);
+    EXPECT_EQ(query(orr.qp_handle).qp_state, IBV_QPS_INIT);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        EXPECT_EQ(uvsim::sim().qps.count(tr.qpn), 1u);
+    }
+    EXPECT_GT(run(destroy_qp(A(kResp), orr.qp_handle)), 0);
+    {
+        std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+        EXPECT_EQ(uvsim::sim().qps.count(tr.qpn), 0u);
+    }
+    EXPECT_EQ(run(open_qp_cmd(A(kResp), x, tr.qpn)), -EINVAL);
+    EXPECT_EQ(run(close_xrcd_cmd(x)), -EBUSY);  // the SRQ
+    EXPECT_GT(run(destroy_srq(A(kResp), sr.srq_handle)), 0);
+    ok(close_xrcd_cmd(x));
+    // an opened QP and its domain still open at close: the file's end
+    // releases them (TearDown checks nothing is left)
+    ok(open_xrcd_cmd(A(kResp), 0xffffffff, 0));
+    const uint32_t y = resp<ib_uverbs_open_xrcd_resp>().xrcd_handle;
+    t.pd = y;
+    ok(create_qp(A(kResp), t, drv));
+    const uint32_t tq = resp<ib_uverbs_create_qp_resp>().qpn;
+    ok(open_qp_cmd(A(kResp), y, tq));
 }

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <endian.h>
+#include <fcntl.h>
 #include <functional>
 #include <map>
 #include <poll.h>
@@ -1794,6 +1795,350 @@ CASE(destroy_busy) {
     auto [a, b] = pair(d);
     Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096 + 64);
     send_one(a, b, sb, rb, 4096, 1);
+}
+
+// ------------------------------------------------------------------ XRC
+
+ibv_xrcd* xrcd_open(ibv_context* ctx, int fd, int oflags) {
+    ibv_xrcd_init_attr a{};
+    a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    a.fd = fd;
+    a.oflags = oflags;
+    return ibv_open_xrcd(ctx, &a);
+}
+
+ibv_srq* mk_xsrq(Dev& d, ibv_xrcd* x, ibv_cq* cq, ibv_pd* pd = nullptr) {
+    ibv_srq_init_attr_ex a{};
+    a.attr.max_wr = 64;
+    a.attr.max_sge = 2;
+    a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD;
+    a.srq_type = IBV_SRQT_XRC;
+    a.xrcd = x;
+    a.cq = cq;
+    a.pd = pd ? pd : d.pd;
+    ibv_srq* s = ibv_create_srq_ex(d.ctx, &a);
+    if (!s)
+        die(__LINE__, "ibv_create_srq_ex(XRC): %s", strerror(errno));
+    return s;
+}
+
+uint32_t srq_num(ibv_srq* s) {
+    uint32_t n = 0;
+    CHECK_OK(ibv_get_srq_num(s, &n));
+    return n;
+}
+
+ibv_qp* mk_ini(Dev& d, ibv_cq* scq) {
+    ibv_qp_init_attr_ex a{};
+    a.qp_type = IBV_QPT_XRC_SEND;
+    a.send_cq = scq;
+    a.cap.max_send_wr = 64;
+    a.cap.max_send_sge = 2;
+    a.cap.max_inline_data = 64;
+    a.comp_mask = IBV_QP_INIT_ATTR_PD;
+    a.pd = d.pd;
+    ibv_qp* q = ibv_create_qp_ex(d.ctx, &a);
+    if (!q)
+        die(__LINE__, "ibv_create_qp_ex(XRC_SEND): %s", strerror(errno));
+    return q;
+}
+
+ibv_qp* mk_tgt(Dev& d, ibv_xrcd* x) {
+    ibv_qp_init_attr_ex a{};
+    a.qp_type = IBV_QPT_XRC_RECV;
+    a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+    a.xrcd = x;
+    ibv_qp* q = ibv_create_qp_ex(d.ctx, &a);
+    if (!q)
+        die(__LINE__, "ibv_create_qp_ex(XRC_RECV): %s", strerror(errno));
+    return q;
+}
+
+// RESET -> INIT -> RTR -> RTS with the attributes each XRC half requires
+// (an initiator takes no responder attributes, a target no retry counts)
+void xrc_connect(Dev& d, ibv_qp* qp, uint32_t dest, bool tgt) {
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = d.port;
+    m.qp_access_flags = kAll;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    m = {};
+    m.qp_state = IBV_QPS_RTR;
+    m.path_mtu = IBV_MTU_1024;
+    m.dest_qp_num = dest;
+    m.rq_psn = 0x200;
+    m.ah_attr = ah_to(d, d);
+    m.max_dest_rd_atomic = 4;
+    m.min_rnr_timer = 1;
+    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    CHECK_OK(ibv_modify_qp(qp, &m, mask | (tgt ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)));
+    m = {};
+    m.qp_state = IBV_QPS_RTS;
+    m.sq_psn = 0x200;
+    m.timeout = 14;
+    m.retry_cnt = 7;
+    m.rnr_retry = 7;
+    m.max_rd_atomic = 4;
+    mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
+    CHECK_OK(ibv_modify_qp(qp, &m, mask | (tgt ? 0 : IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)));
+}
+
+int xpost(ibv_qp* qp, uint32_t srqn, uint64_t wr_id, ibv_sge sg, ibv_wr_opcode op = IBV_WR_SEND, uint64_t raddr = 0,
+          uint32_t rkey = 0) {
+    ibv_send_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.opcode = op;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.qp_type.xrc.remote_srqn = srqn;
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    return ibv_post_send(qp, &wr, &bad);
+}
+
+// The receive completion of an XRC message: the target QP's number, the
+// initiator as source, the SRQ's WQE.
+Want xrc_recv_want(const Dev& d, ibv_qp* tgt, ibv_qp* ini, uint64_t wr_id, uint32_t len) {
+    Want w;
+    w.opcode = IBV_WC_RECV;
+    w.byte_len = len;
+    w.wr_id = wr_id;
+    w.qp_num = tgt->qp_num;
+    w.src_qp = ini->qp_num;
+    w.slid = is_eth(d) ? 0 : d.pa.lid;
+    w.grh = is_eth(d);
+    return w;
+}
+
+Want xsend_want(ibv_qp* qp, uint64_t wr_id, int opcode) {
+    Want w;
+    w.opcode = opcode;
+    w.wr_id = wr_id;
+    w.qp_num = qp->qp_num;
+    return w;
+}
+
+// A file for the shared domain: the run directory's, or /tmp's.
+std::string xrc_file(const char* name) {
+    const char* dir = getenv("UVERBS_SIM_DIR");
+    std::string p = std::string(dir && *dir ? dir : "/tmp") + "/" + name + "." + std::to_string(getpid());
+    return p;
+}
+
+CASE(xrc_objects) {
+    Dev d = open_dev("mlx5_0");
+    ibv_device_attr da{};
+    CHECK_OK(ibv_query_device(d.ctx, &da));
+    CHECK(da.device_cap_flags & IBV_DEVICE_XRC);
+    // a private domain
+    ibv_xrcd* priv = xrcd_open(d.ctx, -1, 0);
+    CHECK(priv);
+    CHECK_OK(ibv_close_xrcd(priv));
+    // a domain of a file: made with O_CREAT only, O_EXCL refuses an existing one
+    const std::string path = xrc_file("xrcd");
+    const int fd = open(path.c_str(), O_RDONLY | O_CREAT, 0600);
+    CHECK(fd >= 0);
+    errno = 0;
+    CHECK(!xrcd_open(d.ctx, fd, 0));
+    CHECK_EQ(errno, EAGAIN);
+    ibv_xrcd* x = xrcd_open(d.ctx, fd, O_CREAT);
+    CHECK(x);
+    errno = 0;
+    CHECK(!xrcd_open(d.ctx, fd, O_CREAT | O_EXCL));
+    CHECK_EQ(errno, EINVAL);
+    // a second context (a second open of the device) shares it by the inode
+    Dev d2 = open_dev("mlx5_0");
+    const int fd2 = open(path.c_str(), O_RDONLY);
+    CHECK(fd2 >= 0);
+    ibv_xrcd* x2 = xrcd_open(d2.ctx, fd2, 0);
+    CHECK(x2);
+    // XRC SRQs: their numbers, distinct
+    ibv_cq* cq = mkcq(d, 64);
+    ibv_srq* s1 = mk_xsrq(d, x, cq);
+    ibv_srq* s2 = mk_xsrq(d, x, cq);
+    const uint32_t n1 = srq_num(s1), n2 = srq_num(s2);
+    CHECK(n1 != 0 && n1 <= 0xffffff);
+    CHECK(n2 != n1);
+    // an XRC SRQ needs its CQ and domain; a basic SRQ has no XRC number
+    {
+        ibv_srq_init_attr_ex a{};
+        a.attr.max_wr = 4;
+        a.attr.max_sge = 1;
+        a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_PD;
+        a.srq_type = IBV_SRQT_XRC;
+        a.xrcd = x;
+        a.pd = d.pd;
+        CHECK(!ibv_create_srq_ex(d.ctx, &a));
+    }
+    // the two halves of an XRC connection
+    ibv_qp* ini = mk_ini(d, cq);
+    ibv_qp* tgt = mk_tgt(d, x);
+    CHECK_EQ(ini->qp_type, IBV_QPT_XRC_SEND);
+    CHECK_EQ(tgt->qp_type, IBV_QPT_XRC_RECV);
+    CHECK(ini->qp_num != tgt->qp_num);
+    // ibv_open_qp from the second context, through its handle on the domain
+    ibv_qp_open_attr oa{};
+    oa.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+    oa.qp_num = tgt->qp_num;
+    oa.xrcd = x2;
+    oa.qp_type = IBV_QPT_XRC_RECV;
+    ibv_qp* opened = ibv_open_qp(d2.ctx, &oa);
+    CHECK(opened);
+    CHECK_EQ(opened->qp_num, tgt->qp_num);
+    // a number the domain has no target QP for, and a type other than XRC_RECV
+    oa.qp_num = ini->qp_num;
+    errno = 0;
+    CHECK(!ibv_open_qp(d2.ctx, &oa));
+    CHECK_EQ(errno, EINVAL);
+    oa.qp_num = tgt->qp_num;
+    oa.qp_type = IBV_QPT_RC;
+    CHECK(!ibv_open_qp(d2.ctx, &oa));
+    // the opened handle moves the QP; the creator's handle sees it
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    CHECK_OK(ibv_modify_qp(opened, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qi{};
+    CHECK_OK(ibv_query_qp(tgt, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, &qi));
+    CHECK_EQ(qa.qp_state, IBV_QPS_INIT);
+    CHECK_EQ(qa.qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+    // the kernel's attribute table for each half: an initiator takes no
+    // responder attributes at RTR, a target needs them
+    m = {};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qp_access_flags = kAll;
+    CHECK_OK(ibv_modify_qp(ini, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    m = {};
+    m.qp_state = IBV_QPS_RTR;
+    m.path_mtu = IBV_MTU_1024;
+    m.dest_qp_num = tgt->qp_num;
+    m.ah_attr = ah_to(d, d);
+    m.max_dest_rd_atomic = 1;
+    m.min_rnr_timer = 1;
+    const int base = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    CHECK_EQ(ibv_modify_qp(ini, &m, base | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), EINVAL);
+    CHECK_EQ(ibv_modify_qp(tgt, &m, base), EINVAL);
+    CHECK_OK(ibv_modify_qp(ini, &m, base));
+    CHECK_OK(ibv_modify_qp(tgt, &m, base | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+    // destroy ordering: the domain while SRQs and QPs use it, their CQ
+    CHECK_EQ(ibv_close_xrcd(x), EBUSY);
+    CHECK_EQ(ibv_close_xrcd(x2), EBUSY);  // the opened QP uses this handle
+    CHECK_EQ(ibv_destroy_cq(cq), EBUSY);
+    // the creator's handle goes; the QP lives on through the opened one
+    const uint32_t tgt_num = tgt->qp_num;
+    CHECK_OK(ibv_destroy_qp(tgt));
+    CHECK_OK(ibv_query_qp(opened, &qa, IBV_QP_STATE, &qi));
+    CHECK_EQ(qa.qp_state, IBV_QPS_RTR);
+    oa.qp_type = IBV_QPT_XRC_RECV;
+    ibv_qp* again = ibv_open_qp(d2.ctx, &oa);  // still in the domain
+    CHECK(again);
+    CHECK_EQ(again->qp_num, tgt_num);
+    // Debian's libmlx5 44 crashes in ibv_destroy_qp of a QP it opened (it
+    // frees a doorbell record such a QP never had), so the handles go with
+    // their context, as the kernel releases them when the file closes
+    CHECK_OK(ibv_close_device(d2.ctx));
+    // the last handle gone, the QP is gone from the domain
+    oa.xrcd = x;
+    errno = 0;
+    CHECK(!ibv_open_qp(d.ctx, &oa));
+    CHECK_EQ(errno, EINVAL);
+    CHECK_EQ(ibv_close_xrcd(x), EBUSY);  // the SRQs
+    CHECK_OK(ibv_destroy_srq(s1));
+    CHECK_OK(ibv_destroy_srq(s2));
+    CHECK_OK(ibv_destroy_qp(ini));
+    CHECK_OK(ibv_close_xrcd(x));
+    CHECK_OK(ibv_destroy_cq(cq));
+    close(fd);
+    close(fd2);
+    unlink(path.c_str());
+}
+
+CASE(xrc_send) {
+    Dev d = open_dev("mlx5_0");
+    ibv_xrcd* x = xrcd_open(d.ctx, -1, 0);
+    CHECK(x);
+    ibv_cq* cqa = mkcq(d, 64);
+    ibv_cq* cqb = mkcq(d, 64);
+    ibv_cq* scq = mkcq(d, 64);
+    ibv_srq* sa = mk_xsrq(d, x, cqa);
+    ibv_srq* sb = mk_xsrq(d, x, cqb);
+    ibv_qp* ini = mk_ini(d, scq);
+    ibv_qp* tgt = mk_tgt(d, x);
+    xrc_connect(d, ini, tgt->qp_num, false);
+    xrc_connect(d, tgt, ini->qp_num, true);
+    Buf src = mkbuf(d.pd, 1 << 14), dst = mkbuf(d.pd, 1 << 16);
+    fill(src, 0, src.n, 7);
+    for (int i = 0; i < 4; ++i) {
+        post_srq_recv(sa, 100 + i, {sge(dst, i * 8192, 8192)});
+        post_srq_recv(sb, 200 + i, {sge(dst, 32768 + i * 8192, 8192)});
+    }
+    // an XRC SRQ's limit event, as a basic SRQ's: fewer than 3 left in a
+    ibv_srq_attr lim{};
+    lim.srq_limit = 3;
+    CHECK_OK(ibv_modify_srq(sa, &lim, IBV_SRQ_LIMIT));
+    // each message lands in the SRQ it names and completes on that SRQ's CQ
+    const uint32_t na = srq_num(sa), nb = srq_num(sb);
+    const uint32_t lens[4] = {100, 1024, 5000, 4097};
+    for (int i = 0; i < 4; ++i) {
+        CHECK_OK(xpost(ini, (i & 1) ? nb : na, i, sge(src, i * 16, lens[i])));
+        check_wc(__LINE__, POLL1(scq), xsend_want(ini, i, IBV_WC_SEND));
+    }
+    ibv_wc wc = POLL1(cqa);
+    check_wc(__LINE__, wc, xrc_recv_want(d, tgt, ini, 100, lens[0]));
+    SAME(dst.p, src.p, lens[0], "to SRQ a");
+    wc = POLL1(cqa);
+    check_wc(__LINE__, wc, xrc_recv_want(d, tgt, ini, 101, lens[2]));
+    SAME(dst.p + 8192, src.p + 32, lens[2], "to SRQ a (multi-packet)");
+    wc = POLL1(cqb);
+    check_wc(__LINE__, wc, xrc_recv_want(d, tgt, ini, 200, lens[1]));
+    SAME(dst.p + 32768, src.p + 16, lens[1], "to SRQ b");
+    wc = POLL1(cqb);
+    check_wc(__LINE__, wc, xrc_recv_want(d, tgt, ini, 201, lens[3]));
+    SAME(dst.p + 32768 + 8192, src.p + 48, lens[3], "to SRQ b (multi-packet)");
+    POLL_NONE(cqa, 20);
+    POLL_NONE(cqb, 20);
+    ibv_async_event lev = ASYNC_WAIT(d);
+    CHECK_EQ(lev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+    CHECK(lev.element.srq == sa);
+    // an RDMA write through the target QP: the key of the SRQ's PD
+    CHECK_OK(xpost(ini, na, 50, sge(src, 0, 3000), IBV_WR_RDMA_WRITE, dst.addr(60000), dst.rkey()));
+    check_wc(__LINE__, POLL1(scq), xsend_want(ini, 50, IBV_WC_RDMA_WRITE));
+    SAME(dst.p + 60000, src.p, 3000, "RDMA write to the target");
+    POLL_NONE(cqa, 20);
+    // an SRQ of another domain: the requester fails (remote invalid
+    // request), that SRQ gives nothing, the target QP goes to error
+    ibv_xrcd* other = xrcd_open(d.ctx, -1, 0);
+    CHECK(other);
+    ibv_cq* cqc = mkcq(d, 16);
+    ibv_srq* sc = mk_xsrq(d, other, cqc);
+    post_srq_recv(sc, 300, {sge(dst, 0, 8192)});
+    CHECK_OK(xpost(ini, srq_num(sc), 60, sge(src, 0, 64)));
+    wc = POLL1(scq);
+    CHECK_EQ(wc.wr_id, 60);
+    CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+    CHECK_EQ(wc.qp_num, ini->qp_num);
+    POLL_NONE(cqc, 50);
+    POLL_NONE(cqa, 1);
+    ibv_async_event ev = ASYNC_WAIT(d);
+    CHECK_EQ(ev.event_type, IBV_EVENT_QP_REQ_ERR);
+    CHECK(ev.element.qp == tgt);
+    ibv_qp_attr qa{};
+    ibv_qp_init_attr qi{};
+    CHECK_OK(ibv_query_qp(tgt, &qa, IBV_QP_STATE, &qi));
+    CHECK_EQ(qa.qp_state, IBV_QPS_ERR);
+    // the SRQ's receive is still there for a good connection
+    ibv_qp* ini2 = mk_ini(d, scq);
+    ibv_qp* tgt2 = mk_tgt(d, other);
+    xrc_connect(d, ini2, tgt2->qp_num, false);
+    xrc_connect(d, tgt2, ini2->qp_num, true);
+    CHECK_OK(xpost(ini2, srq_num(sc), 61, sge(src, 0, 200)));
+    check_wc(__LINE__, POLL1(scq), xsend_want(ini2, 61, IBV_WC_SEND));
+    wc = POLL1(cqc);
+    check_wc(__LINE__, wc, xrc_recv_want(d, tgt2, ini2, 300, 200));
 }
 
 // ---------------------------------------------------- forged (bad) WQEs
