@@ -68,6 +68,21 @@ ibv_cq_ex* t_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr) {
 ibv_qp* t_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr) {
     return rdma::entry_null([&] { return Context::from(c)->create_qp_ex(attr); });
 }
+ibv_qp* t_open_qp(ibv_context* c, ibv_qp_open_attr* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->open_qp(attr); });
+}
+int t_get_srq_num(ibv_srq* srq, uint32_t* num) {
+    return rdma::entry_errno([&] { return Context::from(srq->context)->get_srq_num(srq, num); });
+}
+ibv_srq* t_create_srq_ex(ibv_context* c, ibv_srq_init_attr_ex* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->create_srq_ex(attr); });
+}
+ibv_xrcd* t_open_xrcd(ibv_context* c, ibv_xrcd_init_attr* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->open_xrcd(attr); });
+}
+int t_close_xrcd(ibv_xrcd* xrcd) {
+    return rdma::entry_errno([&] { return Context::from(xrcd->context)->close_xrcd(xrcd); });
+}
 int no_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; }
 
 int no_poll_cq(ibv_cq*, int, ibv_wc*) { return -EOPNOTSUPP; }
@@ -94,6 +109,11 @@ void Context::install_trampolines() {
     v.query_port = t_query_port;
     v.create_cq_ex = t_create_cq_ex;
     v.create_qp_ex = t_create_qp_ex;
+    v.open_qp = t_open_qp;
+    v.get_srq_num = t_get_srq_num;
+    v.create_srq_ex = t_create_srq_ex;
+    v.open_xrcd = t_open_xrcd;
+    v.close_xrcd = t_close_xrcd;
     ibv_context_ops& ops = v.context.ops;
     ops.post_send = no_post_send;
     ops.post_recv = no_post_recv;

@@ -351,8 +351,32 @@ int Context::cmd_destroy_cq(ibv_cq* cq) {
 // ---------------------------------------------------------------------- QP
 
 int Context::cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* vqp, const Udata& u) {
+    ibv_qp_init_attr_ex ex{};
+    ex.qp_context = attr->qp_context;
+    ex.send_cq = attr->send_cq;
+    ex.recv_cq = attr->recv_cq;
+    ex.srq = attr->srq;
+    ex.cap = attr->cap;
+    ex.qp_type = attr->qp_type;
+    ex.sq_sig_all = attr->sq_sig_all;
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    int e = cmd_create_qp_ex(&ex, vqp, u);
+    attr->cap = ex.cap;
+    return e;
+}
+
+int Context::cmd_create_qp_ex(ibv_qp_init_attr_ex* attr, VerbsQp* vqp, const Udata& u) {
     ibv_qp* qp = vqp->qp();
     const uint64_t user_handle = reinterpret_cast<uintptr_t>(qp);
+    // An XRC target QP belongs to a domain, not to a PD; the write
+    // command carries the domain's handle where the PD's would be.
+    const bool target = attr->qp_type == IBV_QPT_XRC_RECV;
+    ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : nullptr;
+    ibv_xrcd* xrcd = (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? attr->xrcd : nullptr;
+    if (target ? !xrcd : !pd)
+        return EINVAL;
+    const uint32_t owner = target ? to_vxrcd(xrcd)->handle : pd->handle;
     ib_uverbs_qp_cap granted{};
     uint32_t handle = 0, qpn = 0;
     int e = -1;
@@ -362,7 +386,7 @@ int Context::cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* vqp, con
         const uint32_t flags = attr->sq_sig_all ? IB_UVERBS_QP_CREATE_SQ_SIG_ALL : 0;
         Ioctl<16> io(UVERBS_OBJECT_QP, UVERBS_METHOD_QP_CREATE, driver_id());
         ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_QP_HANDLE);
-        io.idr_in(UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd->handle);
+        io.idr_in(target ? UVERBS_ATTR_CREATE_QP_XRCD_HANDLE : UVERBS_ATTR_CREATE_QP_PD_HANDLE, owner);
         if (attr->send_cq)
             io.idr_in(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, attr->send_cq->handle);
         if (attr->recv_cq)
@@ -387,7 +411,7 @@ int Context::cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* vqp, con
     if (e < 0) {
         ib_uverbs_create_qp cmd{};
         cmd.user_handle = user_handle;
-        cmd.pd_handle = pd->handle;
+        cmd.pd_handle = owner;
         cmd.send_cq_handle = attr->send_cq ? attr->send_cq->handle : 0;
         cmd.recv_cq_handle = attr->recv_cq ? attr->recv_cq->handle : 0;
         cmd.srq_handle = attr->srq ? attr->srq->handle : 0;
@@ -414,13 +438,37 @@ int Context::cmd_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr, VerbsQp* vqp, con
     attr->cap.max_inline_data = granted.max_inline_data;
     qp->context = ibv();
     qp->qp_context = attr->qp_context;
-    qp->pd = pd;
+    qp->pd = target ? nullptr : pd;
     qp->send_cq = attr->send_cq;
     qp->recv_cq = attr->recv_cq;
     qp->srq = attr->srq;
     qp->handle = handle;
     qp->qp_num = qpn;
     qp->state = IBV_QPS_RESET;
+    qp->qp_type = attr->qp_type;
+    qp->events_completed = 0;
+    init_sync(qp->mutex, qp->cond);
+    return 0;
+}
+
+int Context::cmd_open_qp(const ibv_qp_open_attr* attr, VerbsQp* vqp, const Udata& u) {
+    ibv_qp* qp = vqp->qp();
+    ib_uverbs_open_qp cmd{};
+    cmd.user_handle = reinterpret_cast<uintptr_t>(qp);
+    cmd.pd_handle = to_vxrcd(attr->xrcd)->handle;
+    cmd.qpn = attr->qp_num;
+    cmd.qp_type = static_cast<uint8_t>(attr->qp_type);
+    ib_uverbs_create_qp_resp resp{};
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_OPEN_QP, cmd, resp, u))
+        return e;
+    qp->context = ibv();
+    qp->qp_context = attr->qp_context;
+    qp->pd = nullptr;
+    qp->send_cq = qp->recv_cq = nullptr;
+    qp->srq = nullptr;
+    qp->handle = resp.qp_handle;
+    qp->qp_num = resp.qpn;
+    qp->state = IBV_QPS_UNKNOWN;  // another context drives it
     qp->qp_type = attr->qp_type;
     qp->events_completed = 0;
     init_sync(qp->mutex, qp->cond);
@@ -534,19 +582,46 @@ int Context::cmd_destroy_qp(ibv_qp* qp) {
 // --------------------------------------------------------------------- SRQ
 
 int Context::cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* vsrq, const Udata& u) {
+    ibv_srq_init_attr_ex ex{};
+    ex.srq_context = attr->srq_context;
+    ex.attr = attr->attr;
+    ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+    ex.srq_type = IBV_SRQT_BASIC;
+    ex.pd = pd;
+    int e = cmd_create_srq_ex(&ex, vsrq, u);
+    attr->attr = ex.attr;
+    return e;
+}
+
+int Context::cmd_create_srq_ex(ibv_srq_init_attr_ex* attr, VerbsSrq* vsrq, const Udata& u) {
     ibv_srq* srq = &vsrq->srq;
     const uint64_t user_handle = reinterpret_cast<uintptr_t>(srq);
+    const ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? attr->srq_type : IBV_SRQT_BASIC;
+    ibv_pd* pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ? attr->pd : nullptr;
+    ibv_xrcd* xrcd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ? attr->xrcd : nullptr;
+    ibv_cq* cq = (attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ? attr->cq : nullptr;
+    const uint32_t tags = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) ? attr->tm_cap.max_num_tags : 0;
+    // Every type has a PD; XRC also its domain and CQ, tag matching its CQ.
+    if (!pd || (type == IBV_SRQT_XRC && (!xrcd || !cq)) || (type == IBV_SRQT_TM && !cq) || type > IBV_SRQT_TM)
+        return EINVAL;
+    const auto ktype = static_cast<uint32_t>(type);  // IB_UVERBS_SRQT_* has the same values
     uint32_t handle = 0, max_wr = 0, max_sge = 0, srqn = 0;
     int e = -1;
     if (!ioctl_missing(kSrqCreate)) {
         Ioctl<16> io(UVERBS_OBJECT_SRQ, UVERBS_METHOD_SRQ_CREATE, driver_id());
         ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_SRQ_HANDLE);
         io.idr_in(UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, pd->handle);
+        if (type == IBV_SRQT_XRC)
+            io.idr_in(UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE, to_vxrcd(xrcd)->handle);
+        if (type != IBV_SRQT_BASIC)
+            io.idr_in(UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE, cq->handle);
         io.in(UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, user_handle);
         io.in(UVERBS_ATTR_CREATE_SRQ_MAX_WR, attr->attr.max_wr);
         io.in(UVERBS_ATTR_CREATE_SRQ_MAX_SGE, attr->attr.max_sge);
         io.in(UVERBS_ATTR_CREATE_SRQ_LIMIT, attr->attr.srq_limit);
-        io.const_in(UVERBS_ATTR_CREATE_SRQ_TYPE, IB_UVERBS_SRQT_BASIC);
+        if (type == IBV_SRQT_TM)
+            io.in(UVERBS_ATTR_CREATE_SRQ_MAX_NUM_TAGS, tags);
+        io.const_in(UVERBS_ATTR_CREATE_SRQ_TYPE, ktype);
         add_event_fd(io, UVERBS_ATTR_CREATE_SRQ_EVENT_FD, ibv()->async_fd);
         io.out(UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR, max_wr);
         io.out(UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE, max_sge);
@@ -559,14 +634,28 @@ int Context::cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* vsrq,
             e = -1;
     }
     if (e < 0) {
-        ib_uverbs_create_srq cmd{};
-        cmd.user_handle = user_handle;
-        cmd.pd_handle = pd->handle;
-        cmd.max_wr = attr->attr.max_wr;
-        cmd.max_sge = attr->attr.max_sge;
-        cmd.srq_limit = attr->attr.srq_limit;
         ib_uverbs_create_srq_resp resp{};
-        e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_SRQ, cmd, resp, u);
+        if (type == IBV_SRQT_BASIC) {
+            ib_uverbs_create_srq cmd{};
+            cmd.user_handle = user_handle;
+            cmd.pd_handle = pd->handle;
+            cmd.max_wr = attr->attr.max_wr;
+            cmd.max_sge = attr->attr.max_sge;
+            cmd.srq_limit = attr->attr.srq_limit;
+            e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_SRQ, cmd, resp, u);
+        } else {
+            ib_uverbs_create_xsrq cmd{};
+            cmd.user_handle = user_handle;
+            cmd.srq_type = ktype;
+            cmd.pd_handle = pd->handle;
+            cmd.max_wr = attr->attr.max_wr;
+            cmd.max_sge = attr->attr.max_sge;
+            cmd.srq_limit = attr->attr.srq_limit;
+            cmd.max_num_tags = tags;
+            cmd.xrcd_handle = xrcd ? to_vxrcd(xrcd)->handle : 0;
+            cmd.cq_handle = cq->handle;
+            e = exec(cmd_channel(), IB_USER_VERBS_CMD_CREATE_XSRQ, cmd, resp, u);
+        }
         handle = resp.srq_handle;
         max_wr = resp.max_wr;
         max_sge = resp.max_sge;
@@ -582,7 +671,7 @@ int Context::cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* vsrq,
     srq->handle = handle;
     srq->events_completed = 0;
     init_sync(srq->mutex, srq->cond);
-    vsrq->srq_type = IBV_SRQT_BASIC;
+    vsrq->srq_type = type;
     vsrq->srq_num = srqn;
     return 0;
 }
@@ -628,6 +717,36 @@ int Context::cmd_destroy_srq(ibv_srq* srq) {
         return e;
     wait_acks(srq->mutex, srq->cond, srq->events_completed, resp.events_reported);
     return 0;
+}
+
+// -------------------------------------------------------------------- XRCD
+
+int Context::cmd_open_xrcd(const ibv_xrcd_init_attr* attr, VerbsXrcd* xrcd, const Udata& u) {
+    // Both the file and its open flags are needed; bits past them are
+    // from a newer header.
+    if (attr->comp_mask & ~uint32_t(IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS))
+        return EOPNOTSUPP;
+    if (!(attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) || !(attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS))
+        return EINVAL;
+    ib_uverbs_open_xrcd cmd{};
+    cmd.fd = static_cast<uint32_t>(attr->fd);
+    cmd.oflags = static_cast<uint32_t>(attr->oflags);
+    ib_uverbs_open_xrcd_resp resp{};
+    if (int e = exec(cmd_channel(), IB_USER_VERBS_CMD_OPEN_XRCD, cmd, resp, u))
+        return e;
+    xrcd->xrcd.context = ibv();
+    xrcd->handle = resp.xrcd_handle;
+    return 0;
+}
+
+int Context::cmd_close_xrcd(VerbsXrcd* xrcd) {
+    int e = destroy_by_handle(*this, kXrcdDestroy, UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY,
+                              UVERBS_ATTR_DESTROY_XRCD_HANDLE, xrcd->handle);
+    if (e >= 0)
+        return e;
+    ib_uverbs_close_xrcd cmd{};
+    cmd.xrcd_handle = xrcd->handle;
+    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_CLOSE_XRCD, cmd);
 }
 
 // ---------------------------------------------------------------------- AH
@@ -697,6 +816,9 @@ int Context::query_qp(ibv_qp*, ibv_qp_attr*, int, ibv_qp_init_attr*) { return EO
 int Context::modify_qp(ibv_qp*, ibv_qp_attr*, int) { return EOPNOTSUPP; }
 int Context::destroy_qp(ibv_qp*) { return EOPNOTSUPP; }
 ibv_srq* Context::create_srq(ibv_pd*, ibv_srq_init_attr*) RDMA_UNSUPPORTED_PTR
+ibv_srq* Context::create_srq_ex(ibv_srq_init_attr_ex*) RDMA_UNSUPPORTED_PTR
+ibv_xrcd* Context::open_xrcd(ibv_xrcd_init_attr*) RDMA_UNSUPPORTED_PTR
+ibv_qp* Context::open_qp(ibv_qp_open_attr*) RDMA_UNSUPPORTED_PTR
 int Context::modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EOPNOTSUPP; }
 int Context::query_srq(ibv_srq*, ibv_srq_attr*) { return EOPNOTSUPP; }
 int Context::destroy_srq(ibv_srq*) { return EOPNOTSUPP; }

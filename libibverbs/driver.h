@@ -92,6 +92,13 @@ struct VerbsSrq {
     uint32_t srq_num;
 };
 
+// An XRC domain: the public part, and the kernel's handle for it.
+struct VerbsXrcd {
+    ibv_xrcd xrcd;
+    uint32_t handle;
+};
+inline VerbsXrcd* to_vxrcd(ibv_xrcd* x) { return reinterpret_cast<VerbsXrcd*>(x); }
+
 // The legacy POST_SEND command with no work requests, prepared once per QP
 // so that ringing it is a single write(2): the doorbell of software
 // providers whose kernel reads the shared send queue (rxe). The response
@@ -250,6 +257,14 @@ public:
     virtual int set_ece(ibv_qp* qp, ibv_ece* ece) { return EOPNOTSUPP; }
     virtual int query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) { return 0; }
     virtual ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+    // XRC: domains, SRQs of a type (ibv_create_srq_ex), the SRQ number a
+    // sender names, opening a domain's target QP by number. Defaults:
+    // EOPNOTSUPP, as verbs.h answers for a provider without them.
+    virtual ibv_xrcd* open_xrcd(ibv_xrcd_init_attr* attr);
+    virtual int close_xrcd(ibv_xrcd* xrcd) { return EOPNOTSUPP; }
+    virtual ibv_srq* create_srq_ex(ibv_srq_init_attr_ex* attr);
+    virtual int get_srq_num(ibv_srq* srq, uint32_t* srq_num) { return EOPNOTSUPP; }
+    virtual ibv_qp* open_qp(ibv_qp_open_attr* attr);
     virtual int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
     virtual int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
     virtual int destroy_srq(ibv_srq* srq);
@@ -325,6 +340,18 @@ public:
     int cmd_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
     int cmd_destroy_qp(ibv_qp* qp);  // waits until the app acked every event
     int cmd_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr, VerbsSrq* srq, const Udata& u = {});
+    // Any SRQ type (basic, XRC with its domain and CQ); attr->attr gets
+    // what the kernel granted, srq->srq_num the SRQ number.
+    int cmd_create_srq_ex(ibv_srq_init_attr_ex* attr, VerbsSrq* srq, const Udata& u = {});
+    // The extended creation: a PD, or for an XRC target QP its domain;
+    // attr->cap gets what the kernel granted.
+    int cmd_create_qp_ex(ibv_qp_init_attr_ex* attr, VerbsQp* qp, const Udata& u = {});
+    // OPEN_QP: a handle in this context on a domain's existing target QP.
+    int cmd_open_qp(const ibv_qp_open_attr* attr, VerbsQp* qp, const Udata& u = {});
+    // attr->fd: -1 for a domain of this context only, else a file whose
+    // inode names a domain processes share (oflags O_CREAT/O_EXCL).
+    int cmd_open_xrcd(const ibv_xrcd_init_attr* attr, VerbsXrcd* xrcd, const Udata& u = {});
+    int cmd_close_xrcd(VerbsXrcd* xrcd);
     int cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask, const Udata& u = {});
     int cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr);
     int cmd_destroy_srq(ibv_srq* srq);
@@ -364,6 +391,7 @@ public:
         kSrqDestroy = 1u << 5,
         kPdDestroy = 1u << 6,
         kMrDestroy = 1u << 7,
+        kXrcdDestroy = 1u << 8,
     };
     bool ioctl_missing(IoctlMethod m) const { return no_ioctl_.load(std::memory_order_relaxed) & m; }
     // After an ioctl: true (and remembered) when the kernel lacks the method.
