@@ -185,7 +185,10 @@ PYBIND11_MODULE(srq, m) {
             })
         .def_property(
             "xrcd", [](const SrqInitAttrEx& a) { return a.xrcd; },
-            [](SrqInitAttrEx&, py::object) { raise_user("XRC domains come with the xrcd module, not built yet"); })
+            [](SrqInitAttrEx& a, py::object xrcd) {
+                a.attr.xrcd = open_arg<XRCD>(xrcd, "XRCD").xrcd;
+                a.xrcd = xrcd;
+            })
         .def_property(
             "cq", [](const SrqInitAttrEx& a) { return a.cq; },
             [](SrqInitAttrEx& a, py::object cq) {

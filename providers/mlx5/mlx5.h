@@ -179,6 +179,11 @@ public:
     int destroy_qp(ibv_qp* qp) override;
 
     ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) override;
+    ibv_srq* create_srq_ex(ibv_srq_init_attr_ex* attr) override;
+    int get_srq_num(ibv_srq* srq, uint32_t* srq_num) override;
+    ibv_xrcd* open_xrcd(ibv_xrcd_init_attr* attr) override;
+    int close_xrcd(ibv_xrcd* xrcd) override;
+    ibv_qp* open_qp(ibv_qp_open_attr* attr) override;
     int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) override;
     int query_srq(ibv_srq* srq, ibv_srq_attr* attr) override;
     int destroy_srq(ibv_srq* srq) override;
@@ -294,6 +299,10 @@ private:
     // send_ops: the ibv_wr_* operations asked for, 0 for the default set;
     // drv_flags: MLX5_QP_FLAG_* for the kernel.
     Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
+    // An XRC target QP: no queues of its own, in a domain.
+    Mlx5Qp* new_xrc_target(ibv_qp_init_attr_ex* attr);
+    // Basic and XRC SRQs (the attributes checked by the caller).
+    struct Mlx5Srq* new_srq(ibv_srq_init_attr_ex* attr);
     // What every QP asks of the kernel unless mlx5dv says otherwise: that
     // the device may scatter small receives and results into the CQE
     // (MLX5_SCATTER_TO_CQE other than "0"), as the reference asks.
@@ -561,6 +570,11 @@ struct Mlx5Srq {
     uint32_t tail;
     uint32_t counter;  // WQEs posted (doorbell value)
     uint32_t srqn;
+    // An XRC SRQ's receive completions name it by its own user index: the
+    // index holds this stand-in QP, whose srq and recv_cq lead the poll
+    // path to the SRQ and its CQ as any SRQ-attached QP's would (so the
+    // path has no XRC case). Null for other SRQs.
+    Mlx5Qp* xrc_rsc = nullptr;
     ~Mlx5Srq();
 };
 

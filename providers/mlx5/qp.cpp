@@ -32,6 +32,14 @@ namespace {
 constexpr uint32_t kSegSize = 16;  // control, address, atomic and data segments
 constexpr uint32_t kAvSize = sizeof(mlx5_wqe_av);
 constexpr uint32_t kInlineHdr = sizeof(mlx5_wqe_inl_data_seg);
+// The XRC segment of an XRC send WQE, right after the control segment: the
+// SRQ (of the target's domain) the message is for.
+struct XrcSeg {
+    __be32 xrc_srqn;
+    uint8_t reserved[12];
+};
+constexpr uint32_t kXrcSize = sizeof(XrcSeg);
+static_assert(kXrcSize == 16);
 // Legacy ibv_post_send knows the opcodes up to IBV_WR_DRIVER1.
 constexpr int kOpcodeCount = IBV_WR_DRIVER1 + 1;
 
@@ -58,6 +66,7 @@ constexpr uint64_t kRdmaOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WR
 uint64_t supported_send_ops(ibv_qp_type type) {
     switch (type) {
     case IBV_QPT_RC: return kRcSendOps | kBindOps;
+    case IBV_QPT_XRC_SEND: return kRcSendOps | kBindOps;
     case IBV_QPT_UC: return kUcSendOps | kBindOps;
     case IBV_QPT_UD: return kUdSendOps;
     default: return 0;
@@ -72,6 +81,11 @@ uint32_t sq_overhead(ibv_qp_type type, uint64_t ops) {
         op = 3 * kSegSize;
     else if (ops & kRdmaOps)
         op = 2 * kSegSize;
+    if (type == IBV_QPT_XRC_SEND) {
+        // the XRC segment goes before the remote address (and atomic)
+        const uint32_t xrc = kSegSize + kXrcSize + ((ops & kAtomicOps) ? 2 : 1) * kSegSize;
+        return op > xrc ? op : xrc;
+    }
     return type == IBV_QPT_UD ? op + kAvSize : op;
 }
 
@@ -299,10 +313,14 @@ inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t
 // ------------------------------------------------------------- control
 
 Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags) {
-    if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
-        errno = EOPNOTSUPP;  // XRC, raw packet and DC QPs come later
+    if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD &&
+        attr->qp_type != IBV_QPT_XRC_SEND) {
+        errno = EOPNOTSUPP;  // raw packet and DC QPs come later
         return nullptr;
     }
+    // An XRC initiator sends only: its receives land in SRQs at the target.
+    if (attr->qp_type == IBV_QPT_XRC_SEND)
+        attr->cap.max_recv_wr = attr->cap.max_recv_sge = 0;
     Sizes sz;
     if (int e = size_sq(caps_, *attr, send_ops ? send_ops : default_send_ops(attr->qp_type), sz)) {
         errno = e;
@@ -494,6 +512,10 @@ ibv_qp* Mlx5Context::dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_ini
 // The extended attributes this provider takes so far: a PD, no creation
 // flags, and the ibv_wr_* send operations of the QP's transport.
 ibv_qp* Mlx5Context::create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_flags) {
+    if (attr->qp_type == IBV_QPT_XRC_RECV) {
+        Mlx5Qp* qp = new_xrc_target(attr);
+        return qp ? qp->vqp.qp() : nullptr;
+    }
     if (int e = check_legacy_qp_attr(*attr, supported_send_ops(attr->qp_type))) {
         errno = e;
         return nullptr;
@@ -509,6 +531,64 @@ ibv_qp* Mlx5Context::create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_fl
         qp->vqp.has_qp_ex = true;
     }
     return qp->vqp.qp();
+}
+
+// An XRC target QP: created in a domain (no PD, no CQs, no queues; what
+// it receives goes to the SRQ each message names). It gets a user index
+// like any QP, though no CQE carries it.
+Mlx5Qp* Mlx5Context::new_xrc_target(ibv_qp_init_attr_ex* attr) {
+    constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if ((attr->comp_mask & ~kKnown) || ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    return create_object<Mlx5Qp>([&](Mlx5Qp& q) {
+        const int64_t uidx = store_uidx(&q);
+        if (uidx < 0)
+            return ENOMEM;
+        q.uidx = static_cast<uint32_t>(uidx);
+        q.uidx_stored = true;
+        q.sq.post_gs = q.rq.post_gs = -1;  // nothing to post on
+        mlx5_ib_create_qp req{};
+        req.uidx = q.uidx;
+        mlx5_ib_create_qp_resp resp{};
+        ibv_qp_init_attr_ex a = *attr;
+        a.comp_mask &= ~uint32_t(IBV_QP_INIT_ATTR_PD);
+        a.send_cq = a.recv_cq = nullptr;
+        a.srq = nullptr;
+        a.cap = {};
+        if (int e = cmd_create_qp_ex(&a, &q.vqp, Udata{&req, sizeof(req), &resp, sizeof(resp)})) {
+            clear_uidx(q.uidx);
+            q.uidx_stored = false;
+            return e;
+        }
+        q.qpn8 = q.vqp.qp()->qp_num << 8;
+        attr->cap = {};
+        return 0;
+    });
+}
+
+// ibv_open_qp: this context's handle on a target QP of a domain that
+// another context (or process) created. No queues, no user index.
+ibv_qp* Mlx5Context::open_qp(ibv_qp_open_attr* attr) {
+    constexpr uint32_t kNeeded = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+    if ((attr->comp_mask & kNeeded) != kNeeded || !attr->xrcd) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    Mlx5Qp* qp = create_object<Mlx5Qp>([&](Mlx5Qp& q) {
+        q.sq.post_gs = q.rq.post_gs = -1;
+        mlx5_ib_create_qp_resp resp{};
+        if (int e = cmd_open_qp(attr, &q.vqp, Udata{nullptr, 0, &resp, 0}))
+            return e;
+        q.qpn8 = q.vqp.qp()->qp_num << 8;
+        return 0;
+    });
+    return qp ? qp->vqp.qp() : nullptr;
 }
 
 int Mlx5Context::query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
@@ -534,6 +614,8 @@ int Mlx5Context::modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
         qp->rq.post_gs = static_cast<int32_t>(qp->rq.max_gs);
     else if (attr->qp_state == IBV_QPS_RTS)
         qp->sq.post_gs = static_cast<int32_t>(qp->sq.max_gs);
+    if (!qp->db)
+        return 0;  // an XRC target or an opened QP: no queues here
     if (attr->qp_state == IBV_QPS_RESET) {
         // The device forgot the queues: so do we, and the CQEs still
         // waiting for this QP go too; nothing can be posted until the
@@ -560,7 +642,8 @@ int Mlx5Context::destroy_qp(ibv_qp* ibqp) {
         clean_cq(ibqp->recv_cq ? to_mcq(ibqp->recv_cq) : nullptr, qp.uidx, srq);
         if (ibqp->send_cq != ibqp->recv_cq)
             clean_cq(ibqp->send_cq ? to_mcq(ibqp->send_cq) : nullptr, qp.uidx, nullptr);
-        clear_uidx(qp.uidx);
+        if (qp.uidx_stored)
+            clear_uidx(qp.uidx);
         release_qp_bfreg(qp.bf);
         let_go(qp.parent);
         return 0;
@@ -626,6 +709,14 @@ struct WqeBuilder {
         size += kAvSize / kSegSize;
         wrap();
         return a;
+    }
+    // The XRC segment (always right after the control segment).
+    void xrc(uint32_t srqn) {
+        auto* x = reinterpret_cast<XrcSeg*>(seg);
+        x->xrc_srqn = htobe32(srqn);
+        std::memset(x->reserved, 0, sizeof(x->reserved));
+        seg += kXrcSize;
+        ++size;
     }
     void raddr(uint64_t addr, uint32_t rkey) {
         auto* r = reinterpret_cast<mlx5_wqe_raddr_seg*>(seg);
@@ -880,6 +971,16 @@ template <bool kUmr>
             std::memcpy(av, &to_mah(wr->wr.ud.ah)->av, sizeof(*av));
             av->dqp_dct = htobe32(wr->wr.ud.remote_qpn | MLX5_EXTENDED_UD_AV);
             av->key.qkey.qkey = htobe32(wr->wr.ud.remote_qkey);
+        } else if (type == IBV_QPT_XRC_SEND) [[unlikely]] {
+            b.xrc(wr->qp_type.xrc.remote_srqn);
+            if (atomic) {
+                b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
+                b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
+                         wr->wr.atomic.compare_add, wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP);
+            } else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+                       wr->opcode == IBV_WR_RDMA_READ) {
+                b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
+            }
         } else if (atomic && type == IBV_QPT_RC) {
             b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
             b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
@@ -1009,7 +1110,7 @@ void fail(WrBatch& b, int err) {
 
 // Which transport a builder is for: the sends are installed per QP type,
 // the other builders look at the QP.
-enum class Xport { any, ud, connected };
+enum class Xport { any, ud, xrc, connected };
 
 // Starts the WQE of one work request; false (and the batch's error set)
 // when it cannot be posted.
@@ -1026,12 +1127,17 @@ template <Xport X = Xport::any>
     WqeBuilder w(*qp, b.cur, true);
     // the address vector's room first (filled by wr_set_ud_addr): the
     // cursor is then complete before head()'s stores, which could alias it
-    const bool ud = X == Xport::ud || (X == Xport::any && qp->vqp.qp()->qp_type == IBV_QPT_UD);
+    // (and an XRC send's segment, filled by wr_set_xrc_srqn)
+    const ibv_qp_type type = X == Xport::any ? qp->vqp.qp()->qp_type : IBV_QPT_RC;
+    const bool ud = X == Xport::ud || (X == Xport::any && type == IBV_QPT_UD);
+    const bool xrc = X == Xport::xrc || (X == Xport::any && type == IBV_QPT_XRC_SEND);
     if (ud)
         w.av();
+    else if (xrc)
+        w.xrc(0);
     w.head(info, qpx->wr_flags, imm, qpx->wr_id, b.nreq);
     b.open = true;
-    b.pending = ud ? 2 : 1;
+    b.pending = (ud || xrc) ? 2 : 1;
     b.opcode = static_cast<uint8_t>(opcode);
     b.inl = false;
     return true;
@@ -1134,6 +1240,19 @@ void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah* ah, uint32_t remote_qpn, uint32_t re
 
 // A connected QP has no address to set: the call changes nothing.
 void wr_no_ud_addr(ibv_qp_ex*, ibv_ah*, uint32_t, uint32_t) {}
+
+// Installed on XRC initiator QPs: the SRQ the open WQE's message is for.
+void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t remote_srqn) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    WrBatch& b = qp->wr;
+    if (!b.open)
+        return;
+    reinterpret_cast<XrcSeg*>(b.cur.ctrl + kSegSize)->xrc_srqn = htobe32(remote_srqn);
+    wr_setter_done(qp);
+}
+
+// Other QPs name no SRQ: the call changes nothing.
+void wr_no_xrc_srqn(ibv_qp_ex*, uint32_t) {}
 
 bool data_open(Mlx5Qp* qp) { return qp->wr.open; }
 
@@ -1270,8 +1389,10 @@ void install_qp_ex_ops(ibv_qp_ex& q) {
     q.wr_complete = wr_complete;
     q.wr_abort = wr_abort;
     const bool ud = q.qp_base.qp_type == IBV_QPT_UD;
-    q.wr_send = ud ? wr_send<Xport::ud> : wr_send<Xport::connected>;
-    q.wr_send_imm = ud ? wr_send_imm<Xport::ud> : wr_send_imm<Xport::connected>;
+    const bool xrc = q.qp_base.qp_type == IBV_QPT_XRC_SEND;
+    q.wr_send = ud ? wr_send<Xport::ud> : xrc ? wr_send<Xport::xrc> : wr_send<Xport::connected>;
+    q.wr_send_imm = ud ? wr_send_imm<Xport::ud> : xrc ? wr_send_imm<Xport::xrc> : wr_send_imm<Xport::connected>;
+    q.wr_set_xrc_srqn = xrc ? wr_set_xrc_srqn : wr_no_xrc_srqn;
     q.wr_send_inv = wr_send_inv;
     q.wr_rdma_write = wr_rdma_write;
     q.wr_rdma_write_imm = wr_rdma_write_imm;

@@ -15,7 +15,10 @@ namespace rdma::mlx5 {
 
 using namespace rdma::verbs;
 
-Mlx5Srq::~Mlx5Srq() { delete[] wrid; }
+Mlx5Srq::~Mlx5Srq() {
+    delete[] wrid;
+    delete xrc_rsc;
+}
 
 namespace {
 
@@ -28,6 +31,46 @@ inline mlx5_wqe_srq_next_seg* srq_wqe(const Mlx5Srq& srq, uint32_t index) {
 }  // namespace
 
 ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+    ibv_srq_init_attr_ex ex{};
+    ex.srq_context = attr->srq_context;
+    ex.attr = attr->attr;
+    ex.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+    ex.pd = pd;
+    Mlx5Srq* srq = new_srq(&ex);
+    attr->attr = ex.attr;
+    return srq ? &srq->vsrq.srq : nullptr;
+}
+
+// ibv_create_srq_ex for what is not a plain basic SRQ (verbs.h hands those
+// to ibv_create_srq): XRC SRQs; tag matching is not offered (EOPNOTSUPP).
+ibv_srq* Mlx5Context::create_srq_ex(ibv_srq_init_attr_ex* attr) {
+    constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+        IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_TM;
+    const ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? attr->srq_type : IBV_SRQT_BASIC;
+    if ((attr->comp_mask & ~kKnown) || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (type == IBV_SRQT_TM) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (type == IBV_SRQT_XRC &&
+        (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+         !attr->cq)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    Mlx5Srq* srq = new_srq(attr);
+    return srq ? &srq->vsrq.srq : nullptr;
+}
+
+Mlx5Srq* Mlx5Context::new_srq(ibv_srq_init_attr_ex* attr) {
+    const bool xrc = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC;
     const uint32_t max_wr = attr->attr.max_wr;
     const uint32_t max_sge = attr->attr.max_sge;
     if (max_wr > caps_.max_srq_recv_wr || max_sge > caps_.max_rq_desc_sz / kSegSize) {
@@ -49,6 +92,7 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     // half reserved for WQEs parked by on-demand paging.
     const uint32_t list = roundup_pow2(max_wr + 1);
     const uint32_t slots = 2 * max_wr + 1 <= caps_.max_srq_recv_wr ? roundup_pow2(2 * max_wr + 1) : list;
+    ibv_pd* pd = attr->pd;
     Mlx5Srq* srq = create_object<Mlx5Srq>([&](Mlx5Srq& s) {
         s.max = slots;
         s.wqe_shift = 31 - static_cast<uint32_t>(__builtin_clz(stride));
@@ -72,13 +116,33 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
         mlx5_ib_create_srq req{};
         req.buf_addr = reinterpret_cast<uintptr_t>(s.buf.get());
         req.db_addr = reinterpret_cast<uintptr_t>(s.dbrec_buf.get());
+        if (xrc) {
+            // The stand-in QP the SRQ's completions are found by.
+            s.xrc_rsc = new (std::nothrow) Mlx5Qp{};
+            if (!s.xrc_rsc)
+                return ENOMEM;
+            ibv_qp* q = s.xrc_rsc->vqp.qp();
+            q->context = ibv();
+            q->srq = &s.vsrq.srq;
+            q->recv_cq = attr->cq;
+            q->qp_type = IBV_QPT_XRC_RECV;
+            const int64_t uidx = store_uidx(s.xrc_rsc);
+            if (uidx < 0)
+                return ENOMEM;
+            s.xrc_rsc->uidx = static_cast<uint32_t>(uidx);
+            s.xrc_rsc->uidx_stored = true;
+            req.uidx = s.xrc_rsc->uidx;
+        }
         mlx5_ib_create_srq_resp resp{};
         // The kernel sizes its view from every slot.
         attr->attr.max_wr = slots - 1;
-        int e = cmd_create_srq(pd, attr, &s.vsrq, Udata{&req, sizeof(req), &resp, sizeof(resp)});
+        int e = cmd_create_srq_ex(attr, &s.vsrq, Udata{&req, sizeof(req), &resp, sizeof(resp)});
         attr->attr.max_wr = max_wr;
-        if (e)
+        if (e) {
+            if (s.xrc_rsc && s.xrc_rsc->uidx_stored)
+                clear_uidx(s.xrc_rsc->uidx);
             return e;
+        }
         s.srqn = resp.srqn;
         return 0;
     });
@@ -87,7 +151,22 @@ ibv_srq* Mlx5Context::create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
     hold(srq->parent);
     attr->attr.max_wr = srq->tail;
     attr->attr.max_sge = srq->max_gs;
-    return &srq->vsrq.srq;
+    return srq;
+}
+
+// XRC domains: the kernel's object and nothing of the provider's.
+ibv_xrcd* Mlx5Context::open_xrcd(ibv_xrcd_init_attr* attr) {
+    VerbsXrcd* x = create_object<VerbsXrcd>([&](VerbsXrcd& d) { return cmd_open_xrcd(attr, &d); });
+    return x ? &x->xrcd : nullptr;
+}
+
+int Mlx5Context::close_xrcd(ibv_xrcd* xrcd) {
+    return destroy_object(to_vxrcd(xrcd), [&](VerbsXrcd& d) { return cmd_close_xrcd(&d); });
+}
+
+int Mlx5Context::get_srq_num(ibv_srq* srq, uint32_t* srq_num) {
+    *srq_num = to_msrq(srq)->srqn;
+    return 0;
 }
 
 int Mlx5Context::modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {
@@ -99,9 +178,16 @@ int Mlx5Context::query_srq(ibv_srq* srq, ibv_srq_attr* attr) { return cmd_query_
 int Mlx5Context::destroy_srq(ibv_srq* ibsrq) {
     return destroy_object(to_msrq(ibsrq), [&](Mlx5Srq& s) {
         int e = cmd_destroy_srq(&s.vsrq.srq);
-        if (!e)
-            let_go(s.parent);
-        return e;
+        if (e)
+            return e;
+        if (s.xrc_rsc) {
+            // its completions still in the CQ go with it
+            ibv_cq* cq = s.xrc_rsc->vqp.qp()->recv_cq;
+            clean_cq(cq ? to_mcq(cq) : nullptr, s.xrc_rsc->uidx, nullptr);
+            clear_uidx(s.xrc_rsc->uidx);
+        }
+        let_go(s.parent);
+        return 0;
     });
 }
 

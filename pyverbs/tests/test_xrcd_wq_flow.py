@@ -1,9 +1,11 @@
 # XRC domains, receive WQs and RSS tables, steering flows and their specs,
-# and GPU dma-bufs. The emulated ConnectX opens none of the first four
-# (EOPNOTSUPP, as Debian's libmlx5 answers on it too), so for them these
-# tests check the attributes, the argument checks, the exact refusal and
-# that a refused object leaves its Context and PD as they were; the specs
-# are checked byte for byte against the C layout.
+# and GPU dma-bufs. XRC runs on the emulated ConnectX: domains (private and
+# shared by inode), XRC SRQs and an initiator's sends landing in the SRQ
+# each names. It opens none of the next three (EOPNOTSUPP, as Debian's
+# libmlx5 answers on it too), so for them these tests check the
+# attributes, the argument checks, the exact refusal and that a refused
+# object leaves its Context and PD as they were; the specs are checked byte
+# for byte against the C layout.
 import ctypes
 import errno
 import os
@@ -18,15 +20,23 @@ from pyverbs.libibverbs_enums import (IBV_FLOW_ATTR_NORMAL, IBV_FLOW_ATTR_SNIFFE
                                       IBV_FLOW_SPEC_INNER, IBV_FLOW_SPEC_IPV4, IBV_FLOW_SPEC_IPV4_EXT,
                                       IBV_FLOW_SPEC_IPV6, IBV_FLOW_SPEC_TCP, IBV_FLOW_SPEC_UDP, IBV_QPT_UD,
                                       IBV_RX_HASH_FUNC_TOEPLITZ, IBV_RX_HASH_SRC_IPV4, IBV_WQ_ATTR_STATE, IBV_WQS_RDY,
-                                      IBV_WQT_RQ, IBV_XRCD_INIT_ATTR_FD, IBV_XRCD_INIT_ATTR_OFLAGS)
+                                      IBV_WQT_RQ, IBV_XRCD_INIT_ATTR_FD, IBV_XRCD_INIT_ATTR_OFLAGS,
+                                      IBV_QP_INIT_ATTR_PD, IBV_QP_INIT_ATTR_XRCD, IBV_QPT_XRC_RECV,
+                                      IBV_QPT_XRC_SEND, IBV_SRQ_INIT_ATTR_CQ, IBV_SRQ_INIT_ATTR_PD,
+                                      IBV_SRQ_INIT_ATTR_TYPE, IBV_SRQ_INIT_ATTR_XRCD, IBV_SRQT_XRC, IBV_WC_RECV,
+                                      IBV_WC_SUCCESS)
 from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError, PyverbsUserError
-from pyverbs.qp import QP, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr, QPInitAttrEx
+from pyverbs.srq import SRQ, SrqInitAttrEx
+from pyverbs.addr import GlobalRoute  # noqa: F401 (the path's GRH on RoCE)
+from pyverbs.mr import MR
+from pyverbs.wr import RecvWR, SendWR, SGE
 from pyverbs.spec import U32_MASK, EthSpec, Ipv4ExtSpec, Ipv6Spec, Spec, TcpUdpSpec
 from pyverbs.wq import WQ, RwqIndTable, RwqIndTableInitAttr, RxHashConf, WQAttr, WQInitAttr
 from pyverbs.xrcd import XRCD, XRCDInitAttr
 
-from base import device_name
+from base import ALL_ACCESS, PairTestCase, device_name, poll
 
 XRCD_MASK = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS
 
@@ -64,14 +74,75 @@ class XRCDTest(DeviceCase):
         with self.assertRaises(TypeError):
             XRCDInitAttr()  # all three are required
 
-    def test_open_refused(self):
-        # The emulated ConnectX advertises IBV_DEVICE_XRC but opens no XRC
-        # domain, with or without an inode behind it.
+    def test_open_and_close(self):
+        # A private domain, and one named by a file's inode, which a second
+        # open shares (O_EXCL then refuses); a fresh inode without O_CREAT
+        # has none to open.
+        XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT, -1)).close()
         with tempfile.NamedTemporaryFile() as f:
-            self.assert_refused(lambda: XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT, f.fileno())),
-                                'Failed to allocate XRCD')
-        self.assert_refused(lambda: XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT, -1)), 'Failed to allocate XRCD')
+            x = XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT, f.fileno()))
+            x2 = XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT, f.fileno()))
+            self.assert_refused(lambda: XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT | os.O_EXCL, f.fileno())),
+                                'Failed to allocate XRCD', errno.EINVAL)
+            x2.close()
+            x.close()
+        with tempfile.NamedTemporaryFile() as f:
+            self.assert_refused(lambda: XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, 0, f.fileno())),
+                                'Failed to allocate XRCD', errno.EAGAIN)
+        # both mask bits are needed
+        self.assert_refused(lambda: XRCD(self.ctx, XRCDInitAttr(IBV_XRCD_INIT_ATTR_FD, os.O_CREAT, -1)),
+                            'Failed to allocate XRCD', errno.EINVAL)
         self.assert_still_usable()
+
+    def xrc_srq(self, xrcd, max_wr=16):
+        attr = SrqInitAttrEx(max_wr=max_wr)
+        attr.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ
+        attr.srq_type = IBV_SRQT_XRC
+        attr.pd = self.pd
+        attr.xrcd = xrcd
+        attr.cq = self.cq
+        return SRQ(self.ctx, attr)
+
+    def test_xrc_send(self):
+        """An initiator QP's sends land in the SRQ each one names."""
+        xrcd = XRCD(self.ctx, XRCDInitAttr(XRCD_MASK, os.O_CREAT, -1))
+        srqs = [self.xrc_srq(xrcd), self.xrc_srq(xrcd)]
+        nums = [s.get_srq_num() for s in srqs]
+        self.assertNotEqual(nums[0], nums[1])
+        tgt = QP(self.ctx, QPInitAttrEx(qp_type=IBV_QPT_XRC_RECV, comp_mask=IBV_QP_INIT_ATTR_XRCD, xrcd=xrcd))
+        ini = QP(self.ctx, QPInitAttrEx(qp_type=IBV_QPT_XRC_SEND, comp_mask=IBV_QP_INIT_ATTR_PD, pd=self.pd,
+                                        scq=self.cq, rcq=self.cq, cap=QPCap(max_send_wr=8, max_recv_wr=0,
+                                                                            max_recv_sge=0)))
+        pair = PairTestCase.path.__get__(self)
+        self.port = self.ctx.query_port(1)
+        for src, dst in ((ini, tgt), (tgt, ini)):
+            attr = QPAttr(port_num=1)
+            attr.qp_access_flags = ALL_ACCESS
+            attr.dest_qp_num = dst.qp_num
+            attr.ah_attr = pair()
+            attr.max_dest_rd_atomic = attr.max_rd_atomic = 1
+            attr.min_rnr_timer, attr.timeout, attr.retry_cnt, attr.rnr_retry = 12, 14, 7, 7
+            src.to_rts(attr)
+        mr = MR(self.pd, 4096, ALL_ACCESS)
+        for i, srq in enumerate(srqs):
+            srq.post_recv(RecvWR(wr_id=100 + i, num_sge=1, sg=[SGE(mr.buf + 2048 + 1024 * i, 1024, mr.lkey)]))
+        # to the second SRQ first: the device follows the number, not the order
+        for i in (1, 0):
+            mr.write(bytes([0x41 + i]) * 64, 64, 64 * i)
+            wr = SendWR(wr_id=i, num_sge=1, sg=[SGE(mr.buf + 64 * i, 64, mr.lkey)])
+            wr.set_qp_type_xrc(nums[i])
+            ini.post_send(wr)
+        wcs = poll(self.cq, 4)
+        recv = {w.wr_id: w for w in wcs if w.opcode == IBV_WC_RECV}
+        self.assertEqual(sorted(w.wr_id for w in wcs), [0, 1, 100, 101])
+        for i in (0, 1):
+            w = recv[100 + i]
+            self.assertEqual((w.status, w.byte_len, w.qp_num), (IBV_WC_SUCCESS, 64, tgt.qp_num))
+            self.assertEqual(mr.read(64, 2048 + 1024 * i), bytes([0x41 + i]) * 64)
+        # closing the domain closes what was opened in it first
+        xrcd.close()
+        self.assertTrue(tgt.closed and srqs[0].closed and srqs[1].closed)
+        self.assertFalse(ini.closed)
 
     def test_arguments(self):
         attr = XRCDInitAttr(XRCD_MASK, os.O_CREAT, -1)
