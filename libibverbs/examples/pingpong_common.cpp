@@ -181,7 +181,7 @@ Socket connect_to_server(const char* host, unsigned int port) {
     return {};
 }
 
-Socket accept_one_client(unsigned int port) {
+Socket listen_on_port(unsigned int port, int backlog) {
     AddrInfoList addrs;
     int rc = resolve(nullptr, port, true, addrs);
     if (rc != 0) {
@@ -205,8 +205,14 @@ Socket accept_one_client(unsigned int port) {
         std::fprintf(stderr, "Couldn't listen to port %d\n", static_cast<int>(port));
         return {};
     }
+    listen(listener.get(), backlog);
+    return listener;
+}
 
-    listen(listener.get(), 1);
+Socket accept_one_client(unsigned int port) {
+    Socket listener = listen_on_port(port, 1);
+    if (!listener.valid())
+        return {};
     Socket conn(accept(listener.get(), nullptr, nullptr));
     listener = Socket();
     if (!conn.valid())

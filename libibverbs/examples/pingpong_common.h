@@ -94,6 +94,9 @@ private:
 // Connects to host:port (every address getaddrinfo offers, in order).
 // Prints the reason and returns an invalid socket on failure.
 Socket connect_to_server(const char* host, unsigned int port);
+// Binds the wildcard address of port and listens with `backlog`. Prints the
+// reason ("... for port N", "Couldn't listen to port N") on failure.
+Socket listen_on_port(unsigned int port, int backlog);
 // Binds the wildcard address of port, waits for one client and returns its
 // connection; the listening socket is closed. Prints the reason on failure.
 Socket accept_one_client(unsigned int port);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # pingpong-compat.sh: compare the ping-pong programs (ibv_rc_pingpong,
-# ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong) and ibv_asyncwatch of
-# two installations on a real RDMA device: their stdout, stderr and exit
+# ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong, ibv_xsrq_pingpong) and
+# ibv_asyncwatch of two installations on a real RDMA device: their stdout,
+# stderr and exit
 # statuses must match, and each side must interoperate with the other over
 # the TCP handshake and the wire. Prints one line per case; exits 1 if any
 # case differs, 2 on a usage error or when no RDMA device is usable, 77
@@ -9,7 +10,7 @@
 #
 #   pingpong-compat.sh [options] REF TEST
 #
-# REF and TEST are directories holding the five programs. Needs an RDMA
+# REF and TEST are directories holding the six programs. Needs an RDMA
 # device with port 1 active (run it in the rxe VM: tests/vm, or
 # /work/shared/rxe-vm/rxe-vm run ...).
 # Options (each may be given for either side):
@@ -28,7 +29,9 @@
 #   -q                print only differing cases and the total
 #   --part usage|device|bounce  only the usage and option-check cases,
 #                     which never reach a device (they run on a host without
-#                     one); only the device cases but the port bounce; or
+#                     one; there ibv_xsrq_pingpong's no-device paths are
+#                     compared too); only the device cases but the port
+#                     bounce; or
 #                     only ibv_asyncwatch while the port goes down and up,
 #                     which disturbs every other user of the device
 #                     (default: all)
@@ -88,7 +91,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#dirs[@]} -eq 2 ] || usage
 ref_dir=${dirs[0]} test_dir=${dirs[1]}
-programs="ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_asyncwatch"
+programs="ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_xsrq_pingpong ibv_asyncwatch"
 for p in $programs; do
 	[ -x "$ref_dir/$p" ] || { echo "pingpong-compat.sh: $ref_dir/$p is not installed, skipping" >&2; exit 77; }
 	[ -x "$test_dir/$p" ] || { echo "pingpong-compat.sh: $test_dir/$p is not executable" >&2; exit 2; }
@@ -321,6 +324,28 @@ check ibv_asyncwatch -h
 check ibv_asyncwatch --help
 check ibv_asyncwatch -x
 check ibv_asyncwatch --ib-dev
+# ibv_xsrq_pingpong has its own options (-c clients, -n num_tests, -i 0
+# allowed, no -r/-q), its own long-option table (--num_tests; --s is
+# ambiguous between --size and --sl) and stops silently on a negative -c.
+for a in -h --help -x --bogus --ib-dev --s=1 --num-tests=3 --siz=64 "a b" \
+	"-p 70000" "-p -1" "-p 4294967376" "-i -1" --ib-port=-3 "-m 1000" \
+	"-m 4096 -m 100" "-c -1" "-c -2 -n 3" -g -c -q -r; do
+	# shellcheck disable=SC2086 # each entry is a word list
+	check ibv_xsrq_pingpong $a
+done
+# An unknown device is the same message with or without RDMA devices.
+check ibv_xsrq_pingpong -d nosuch
+check ibv_xsrq_pingpong -d nosuch -i 0 -s 0 -c 2 -e -o -g 1
+# On a host without RDMA devices: the empty device list (the reference
+# leaves the first message without its newline), as server and client.
+# (With a device these would reach XRC domain creation.)
+if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+	check ibv_xsrq_pingpong
+	check ibv_xsrq_pingpong -c 0
+	check ibv_xsrq_pingpong -c -1 localhost
+	check ibv_xsrq_pingpong -p 1 -n 1 -s -5 -e localhost
+	check ibv_xsrq_pingpong --num_tests=3 --clie=2 -m 256 -i 0 127.0.0.1
+fi
 fi
 if [ "$part" = usage ]; then
 	echo "pingpong-compat: $cases cases, $failed differ (usage and option checks)"
