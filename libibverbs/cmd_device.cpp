@@ -83,6 +83,27 @@ ibv_xrcd* t_open_xrcd(ibv_context* c, ibv_xrcd_init_attr* attr) {
 int t_close_xrcd(ibv_xrcd* xrcd) {
     return rdma::entry_errno([&] { return Context::from(xrcd->context)->close_xrcd(xrcd); });
 }
+ibv_wq* t_create_wq(ibv_context* c, ibv_wq_init_attr* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->create_wq(attr); });
+}
+int t_modify_wq(ibv_wq* wq, ibv_wq_attr* attr) {
+    return rdma::entry_errno([&] { return Context::from(wq->context)->modify_wq(wq, attr); });
+}
+int t_destroy_wq(ibv_wq* wq) {
+    return rdma::entry_errno([&] { return Context::from(wq->context)->destroy_wq(wq); });
+}
+ibv_rwq_ind_table* t_create_rwq_ind_table(ibv_context* c, ibv_rwq_ind_table_init_attr* attr) {
+    return rdma::entry_null([&] { return Context::from(c)->create_rwq_ind_table(attr); });
+}
+int t_destroy_rwq_ind_table(ibv_rwq_ind_table* t) {
+    return rdma::entry_errno([&] { return Context::from(t->context)->destroy_rwq_ind_table(t); });
+}
+ibv_flow* t_create_flow(ibv_qp* qp, ibv_flow_attr* attr) {
+    return rdma::entry_null([&] { return Context::from(qp->context)->create_flow(qp, attr); });
+}
+int t_destroy_flow(ibv_flow* flow) {
+    return rdma::entry_errno([&] { return Context::from(flow->context)->destroy_flow(flow); });
+}
 int no_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; }
 
 int no_poll_cq(ibv_cq*, int, ibv_wc*) { return -EOPNOTSUPP; }
@@ -114,6 +135,13 @@ void Context::install_trampolines() {
     v.create_srq_ex = t_create_srq_ex;
     v.open_xrcd = t_open_xrcd;
     v.close_xrcd = t_close_xrcd;
+    v.create_wq = t_create_wq;
+    v.modify_wq = t_modify_wq;
+    v.destroy_wq = t_destroy_wq;
+    v.create_rwq_ind_table = t_create_rwq_ind_table;
+    v.destroy_rwq_ind_table = t_destroy_rwq_ind_table;
+    v.ibv_create_flow = t_create_flow;
+    v.ibv_destroy_flow = t_destroy_flow;
     ibv_context_ops& ops = v.context.ops;
     ops.post_send = no_post_send;
     ops.post_recv = no_post_recv;

@@ -103,6 +103,13 @@ int destroy_by_handle(Context& c, Context::IoctlMethod m, uint16_t object, uint1
     return c.note_ioctl_result(m, e) ? -1 : e;
 }
 
+// A destroy's answer. Once the device is gone the kernel has
+// disassociated this context: its objects are already destroyed, and every
+// command answers EIO. With RDMAV_ALLOW_DISASSOC_DESTROY set that counts as
+// success (the application frees its side and moves on), as the reference
+// does; without it the EIO is returned.
+int destroy_result(int e) { return e == EIO && allow_disassoc_destroy() ? 0 : e; }
+
 // The async event file the kernel reports the object's events to: the
 // context's (as the reference passes it), when there is one.
 void add_event_fd(Ioctl<16>& io, uint16_t attr, int async_fd) {
@@ -128,10 +135,10 @@ int Context::cmd_dealloc_pd(ibv_pd* pd) {
     int e = destroy_by_handle(*this, kPdDestroy, UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY,
                               UVERBS_ATTR_DESTROY_PD_HANDLE, pd->handle);
     if (e >= 0)
-        return e;
+        return destroy_result(e);
     ib_uverbs_dealloc_pd cmd{};
     cmd.pd_handle = pd->handle;
-    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEALLOC_PD, cmd);
+    return destroy_result(write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEALLOC_PD, cmd));
 }
 
 // ---------------------------------------------------------------------- MR
@@ -202,10 +209,10 @@ int Context::cmd_dereg_mr(VerbsMr* mr) {
     int e = destroy_by_handle(*this, kMrDestroy, UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY,
                               UVERBS_ATTR_DESTROY_MR_HANDLE, mr->mr.handle);
     if (e >= 0)
-        return e;
+        return destroy_result(e);
     ib_uverbs_dereg_mr cmd{};
     cmd.mr_handle = mr->mr.handle;
-    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEREG_MR, cmd);
+    return destroy_result(write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEREG_MR, cmd));
 }
 
 // ---------------------------------------------------------------------- MW
@@ -228,7 +235,7 @@ int Context::cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata&
 int Context::cmd_dealloc_mw(ibv_mw* mw) {
     ib_uverbs_dealloc_mw cmd{};
     cmd.mw_handle = mw->handle;
-    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEALLOC_MW, cmd);
+    return destroy_result(write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DEALLOC_MW, cmd));
 }
 
 // ---------------------------------------------------------------------- CQ
@@ -333,11 +340,15 @@ int Context::cmd_destroy_cq(ibv_cq* cq) {
         cmd.cq_handle = cq->handle;
         e = exec(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_CQ, cmd, resp, Udata{});
     }
-    if (e)
+    // (a CQ the kernel already destroyed with its device reports no
+    // events to wait for)
+    const bool gone = e != 0 && destroy_result(e) == 0;
+    if (e && !gone)
         return e;
     pthread_mutex_lock(&cq->mutex);
-    while (cq->comp_events_completed != resp.comp_events_reported ||
-           cq->async_events_completed != resp.async_events_reported)
+    while (!gone &&
+           (cq->comp_events_completed != resp.comp_events_reported ||
+            cq->async_events_completed != resp.async_events_reported))
         pthread_cond_wait(&cq->cond, &cq->mutex);
     pthread_mutex_unlock(&cq->mutex);
     if (ibv_comp_channel* ch = cq->channel) {
@@ -377,6 +388,8 @@ int Context::cmd_create_qp_ex(ibv_qp_init_attr_ex* attr, VerbsQp* vqp, const Uda
     if (target ? !xrcd : !pd)
         return EINVAL;
     const uint32_t owner = target ? to_vxrcd(xrcd)->handle : pd->handle;
+    // An RSS QP receives through an indirection table of WQs.
+    ibv_rwq_ind_table* table = (attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) ? attr->rwq_ind_tbl : nullptr;
     ib_uverbs_qp_cap granted{};
     uint32_t handle = 0, qpn = 0;
     int e = -1;
@@ -393,6 +406,8 @@ int Context::cmd_create_qp_ex(ibv_qp_init_attr_ex* attr, VerbsQp* vqp, const Uda
             io.idr_in(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, attr->recv_cq->handle);
         if (attr->srq)
             io.idr_in(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, attr->srq->handle);
+        if (table)
+            io.idr_in(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE, static_cast<uint32_t>(table->ind_tbl_handle));
         io.in(UVERBS_ATTR_CREATE_QP_USER_HANDLE, user_handle);
         io.in(UVERBS_ATTR_CREATE_QP_CAP, want);
         io.const_in(UVERBS_ATTR_CREATE_QP_TYPE, static_cast<uint64_t>(attr->qp_type));
@@ -408,7 +423,24 @@ int Context::cmd_create_qp_ex(ibv_qp_init_attr_ex* attr, VerbsQp* vqp, const Uda
         else if (note_ioctl_result(kQpCreate, e))
             e = -1;
     }
-    if (e < 0) {
+    if (e < 0 && table) {
+        // the table is only in the extended command
+        ib_uverbs_ex_create_qp cmd{};
+        cmd.user_handle = user_handle;
+        cmd.pd_handle = owner;
+        cmd.max_inline_data = attr->cap.max_inline_data;
+        cmd.sq_sig_all = static_cast<uint8_t>(attr->sq_sig_all);
+        cmd.qp_type = static_cast<uint8_t>(attr->qp_type);
+        cmd.comp_mask = IB_UVERBS_CREATE_QP_MASK_IND_TABLE;
+        cmd.rwq_ind_tbl_handle = static_cast<uint32_t>(table->ind_tbl_handle);
+        ib_uverbs_ex_create_qp_resp resp{};
+        e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_QP, cmd, &resp, sizeof(resp), u.out, u.out_len,
+                         u.in, u.in_len);
+        granted = {resp.base.max_send_wr, resp.base.max_recv_wr, resp.base.max_send_sge, resp.base.max_recv_sge,
+                   resp.base.max_inline_data};
+        handle = resp.base.qp_handle;
+        qpn = resp.base.qpn;
+    } else if (e < 0) {
         ib_uverbs_create_qp cmd{};
         cmd.user_handle = user_handle;
         cmd.pd_handle = owner;
@@ -574,7 +606,7 @@ int Context::cmd_destroy_qp(ibv_qp* qp) {
         e = exec(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_QP, cmd, resp, Udata{});
     }
     if (e)
-        return e;
+        return destroy_result(e);  // (gone with its device: no events to wait for)
     wait_acks(qp->mutex, qp->cond, qp->events_completed, resp.events_reported);
     return 0;
 }
@@ -714,7 +746,7 @@ int Context::cmd_destroy_srq(ibv_srq* srq) {
         e = exec(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_SRQ, cmd, resp, Udata{});
     }
     if (e)
-        return e;
+        return destroy_result(e);  // (gone with its device: no events to wait for)
     wait_acks(srq->mutex, srq->cond, srq->events_completed, resp.events_reported);
     return 0;
 }
@@ -743,10 +775,179 @@ int Context::cmd_close_xrcd(VerbsXrcd* xrcd) {
     int e = destroy_by_handle(*this, kXrcdDestroy, UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY,
                               UVERBS_ATTR_DESTROY_XRCD_HANDLE, xrcd->handle);
     if (e >= 0)
-        return e;
+        return destroy_result(e);
     ib_uverbs_close_xrcd cmd{};
     cmd.xrcd_handle = xrcd->handle;
-    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_CLOSE_XRCD, cmd);
+    return destroy_result(write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_CLOSE_XRCD, cmd));
+}
+
+// -------------------------------------------------- WQ, RWQ table, flow
+
+int Context::cmd_create_wq(ibv_wq_init_attr* attr, ibv_wq* wq, const Udata& u) {
+    const uint64_t user_handle = reinterpret_cast<uintptr_t>(wq);
+    const uint32_t flags = (attr->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) ? attr->create_flags : 0;
+    uint32_t handle = 0, max_wr = 0, max_sge = 0, wqn = 0;
+    int e = -1;
+    if (!ioctl_missing(kWqCreate)) {
+        Ioctl<16> io(UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_CREATE, driver_id());
+        ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_WQ_HANDLE);
+        io.idr_in(UVERBS_ATTR_CREATE_WQ_PD_HANDLE, attr->pd->handle);
+        io.idr_in(UVERBS_ATTR_CREATE_WQ_CQ_HANDLE, attr->cq->handle);
+        io.in(UVERBS_ATTR_CREATE_WQ_USER_HANDLE, user_handle);
+        io.const_in(UVERBS_ATTR_CREATE_WQ_TYPE, static_cast<uint64_t>(attr->wq_type));
+        add_event_fd(io, UVERBS_ATTR_CREATE_WQ_EVENT_FD, ibv()->async_fd);
+        io.in(UVERBS_ATTR_CREATE_WQ_MAX_WR, attr->max_wr);
+        io.in(UVERBS_ATTR_CREATE_WQ_MAX_SGE, attr->max_sge);
+        io.in(UVERBS_ATTR_CREATE_WQ_FLAGS, flags);
+        io.out(UVERBS_ATTR_CREATE_WQ_RESP_MAX_WR, max_wr);
+        io.out(UVERBS_ATTR_CREATE_WQ_RESP_MAX_SGE, max_sge);
+        io.out(UVERBS_ATTR_CREATE_WQ_RESP_WQ_NUM, wqn);
+        io.udata(u.in, u.in_len, u.out, u.out_len);
+        e = io.execute(cmd_fd());
+        if (e == 0)
+            handle = static_cast<uint32_t>(h.data);
+        else if (note_ioctl_result(kWqCreate, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_ex_create_wq cmd{};
+        cmd.wq_type = static_cast<uint32_t>(attr->wq_type);
+        cmd.user_handle = user_handle;
+        cmd.pd_handle = attr->pd->handle;
+        cmd.cq_handle = attr->cq->handle;
+        cmd.max_wr = attr->max_wr;
+        cmd.max_sge = attr->max_sge;
+        cmd.create_flags = flags;
+        ib_uverbs_ex_create_wq_resp resp{};
+        e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_WQ, cmd, &resp, sizeof(resp), u.out, u.out_len,
+                         u.in, u.in_len);
+        handle = resp.wq_handle;
+        max_wr = resp.max_wr;
+        max_sge = resp.max_sge;
+        wqn = resp.wqn;
+    }
+    if (e)
+        return e;
+    attr->max_wr = max_wr;
+    attr->max_sge = max_sge;
+    wq->context = ibv();
+    wq->wq_context = attr->wq_context;
+    wq->pd = attr->pd;
+    wq->cq = attr->cq;
+    wq->wq_num = wqn;
+    wq->handle = handle;
+    wq->state = IBV_WQS_RESET;
+    wq->wq_type = attr->wq_type;
+    wq->events_completed = 0;
+    init_sync(wq->mutex, wq->cond);
+    return 0;
+}
+
+int Context::cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr) {
+    ib_uverbs_ex_modify_wq cmd{};
+    cmd.attr_mask = attr->attr_mask;
+    cmd.wq_handle = wq->handle;
+    cmd.wq_state = static_cast<uint32_t>(attr->wq_state);
+    cmd.curr_wq_state = static_cast<uint32_t>(attr->curr_wq_state);
+    cmd.flags = attr->flags;
+    cmd.flags_mask = attr->flags_mask;
+    struct None {};
+    if (int e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_MODIFY_WQ, cmd, static_cast<None*>(nullptr), 0))
+        return e;
+    if (attr->attr_mask & IBV_WQ_ATTR_STATE)
+        wq->state = attr->wq_state;
+    return 0;
+}
+
+int Context::cmd_destroy_wq(ibv_wq* wq) {
+    ib_uverbs_ex_destroy_wq_resp resp{};
+    int e = -1;
+    if (!ioctl_missing(kWqDestroy)) {
+        Ioctl<2> io(UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_DESTROY, driver_id());
+        io.idr_in(UVERBS_ATTR_DESTROY_WQ_HANDLE, wq->handle);
+        io.out(UVERBS_ATTR_DESTROY_WQ_RESP, resp.events_reported);
+        e = io.execute(cmd_fd());
+        if (note_ioctl_result(kWqDestroy, e))
+            e = -1;
+    }
+    if (e < 0) {
+        ib_uverbs_ex_destroy_wq cmd{};
+        cmd.wq_handle = wq->handle;
+        e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_DESTROY_WQ, cmd, &resp, sizeof(resp));
+    }
+    if (e)
+        return destroy_result(e);  // (gone with its device: no events to wait for)
+    wait_acks(wq->mutex, wq->cond, wq->events_completed, resp.events_reported);
+    return 0;
+}
+
+int Context::cmd_create_rwq_ind_table(const ibv_rwq_ind_table_init_attr* attr, ibv_rwq_ind_table* table) {
+    if (attr->log_ind_tbl_size > IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE)
+        return EINVAL;
+    const size_t n = size_t(1) << attr->log_ind_tbl_size;
+    // the handles follow the command, padded to 8 bytes
+    const size_t len = (sizeof(ib_uverbs_ex_create_rwq_ind_table) + n * sizeof(uint32_t) + 7) / 8 * 8;
+    std::vector<uint8_t> cmd(len, 0);
+    ib_uverbs_ex_create_rwq_ind_table head{};
+    head.log_ind_tbl_size = attr->log_ind_tbl_size;
+    std::memcpy(cmd.data(), &head, sizeof(head));
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t h = attr->ind_tbl[i]->handle;
+        std::memcpy(cmd.data() + sizeof(head) + i * sizeof(h), &h, sizeof(h));
+    }
+    ib_uverbs_ex_create_rwq_ind_table_resp resp{};
+    if (int e = write_ex_raw(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, cmd.data(), cmd.size(), &resp,
+                             sizeof(resp)))
+        return e;
+    table->context = ibv();
+    table->ind_tbl_handle = static_cast<int>(resp.ind_tbl_handle);
+    table->ind_tbl_num = static_cast<int>(resp.ind_tbl_num);
+    table->comp_mask = 0;
+    return 0;
+}
+
+int Context::cmd_destroy_rwq_ind_table(ibv_rwq_ind_table* table) {
+    const auto handle = static_cast<uint32_t>(table->ind_tbl_handle);
+    int e = destroy_by_handle(*this, kIndTblDestroy, UVERBS_OBJECT_RWQ_IND_TBL, UVERBS_METHOD_RWQ_IND_TBL_DESTROY,
+                              UVERBS_ATTR_DESTROY_RWQ_IND_TBL_HANDLE, handle);
+    if (e >= 0)
+        return destroy_result(e);
+    ib_uverbs_ex_destroy_rwq_ind_table cmd{};
+    cmd.ind_tbl_handle = handle;
+    struct None {};
+    return destroy_result(
+        write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL, cmd, static_cast<None*>(nullptr), 0));
+}
+
+int Context::cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* flow) {
+    std::vector<uint8_t> kattr;
+    if (int e = flow_attr_to_kern(*attr, kattr))
+        return e;
+    ib_uverbs_create_flow head{};
+    head.qp_handle = qp->handle;
+    std::vector<uint8_t> cmd(offsetof(ib_uverbs_create_flow, flow_attr) + kattr.size(), 0);
+    std::memcpy(cmd.data(), &head, offsetof(ib_uverbs_create_flow, flow_attr));
+    std::memcpy(cmd.data() + offsetof(ib_uverbs_create_flow, flow_attr), kattr.data(), kattr.size());
+    ib_uverbs_create_flow_resp resp{};
+    if (int e =
+            write_ex_raw(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_FLOW, cmd.data(), cmd.size(), &resp, sizeof(resp)))
+        return e;
+    flow->context = ibv();
+    flow->handle = resp.flow_handle;
+    flow->comp_mask = 0;
+    return 0;
+}
+
+int Context::cmd_destroy_flow(ibv_flow* flow) {
+    int e = destroy_by_handle(*this, kFlowDestroy, UVERBS_OBJECT_FLOW, UVERBS_METHOD_FLOW_DESTROY,
+                              UVERBS_ATTR_DESTROY_FLOW_HANDLE, flow->handle);
+    if (e >= 0)
+        return destroy_result(e);
+    ib_uverbs_destroy_flow cmd{};
+    cmd.flow_handle = flow->handle;
+    struct None {};
+    return destroy_result(
+        write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_DESTROY_FLOW, cmd, static_cast<None*>(nullptr), 0));
 }
 
 // ---------------------------------------------------------------------- AH
@@ -768,7 +969,7 @@ int Context::cmd_create_ah(ibv_pd* pd, ibv_ah_attr* attr, ibv_ah* ah, const Udat
 int Context::cmd_destroy_ah(ibv_ah* ah) {
     ib_uverbs_destroy_ah cmd{};
     cmd.ah_handle = ah->handle;
-    return write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_AH, cmd);
+    return destroy_result(write_cmd_noresp(cmd_channel(), IB_USER_VERBS_CMD_DESTROY_AH, cmd));
 }
 
 // --------------------------------------------------------------- multicast
@@ -819,6 +1020,9 @@ ibv_srq* Context::create_srq(ibv_pd*, ibv_srq_init_attr*) RDMA_UNSUPPORTED_PTR
 ibv_srq* Context::create_srq_ex(ibv_srq_init_attr_ex*) RDMA_UNSUPPORTED_PTR
 ibv_xrcd* Context::open_xrcd(ibv_xrcd_init_attr*) RDMA_UNSUPPORTED_PTR
 ibv_qp* Context::open_qp(ibv_qp_open_attr*) RDMA_UNSUPPORTED_PTR
+ibv_wq* Context::create_wq(ibv_wq_init_attr*) RDMA_UNSUPPORTED_PTR
+ibv_rwq_ind_table* Context::create_rwq_ind_table(ibv_rwq_ind_table_init_attr*) RDMA_UNSUPPORTED_PTR
+ibv_flow* Context::create_flow(ibv_qp*, ibv_flow_attr*) RDMA_UNSUPPORTED_PTR
 int Context::modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EOPNOTSUPP; }
 int Context::query_srq(ibv_srq*, ibv_srq_attr*) { return EOPNOTSUPP; }
 int Context::destroy_srq(ibv_srq*) { return EOPNOTSUPP; }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <endian.h>
 #include <memory>
@@ -125,10 +126,13 @@ Device* try_providers(const SysfsDevice& d) {
 // The new list is built aside and replaces g_devices only once nothing
 // can fail any more: an allocation failing half way (std::bad_alloc)
 // leaves g_devices as it was and drops the devices made so far.
+std::atomic<bool> g_allow_disassoc_destroy{false};
+
 int refresh_locked() {
     if (!g_initialized) {
         if (getenv("RDMAV_FORK_SAFE") || getenv("IBV_FORK_SAFE"))
             ibv_fork_init();
+        g_allow_disassoc_destroy.store(getenv("RDMAV_ALLOW_DISASSOC_DESTROY") != nullptr, std::memory_order_relaxed);
         load_providers();
         g_initialized = true;
     }
@@ -268,6 +272,8 @@ ibv_context* open_device(ibv_device* device, void* private_data) {
 }
 
 }  // namespace
+
+bool allow_disassoc_destroy() { return g_allow_disassoc_destroy.load(std::memory_order_relaxed); }
 
 // For direct-verbs libraries whose open takes attributes of their own
 // (mlx5dv_open_device): as ibv_open_device, with private_data handed to

@@ -20,6 +20,7 @@
 #include <new>
 #include <span>
 #include <string>
+#include <vector>
 #include <sys/types.h>
 #include <time.h>
 
@@ -265,6 +266,15 @@ public:
     virtual ibv_srq* create_srq_ex(ibv_srq_init_attr_ex* attr);
     virtual int get_srq_num(ibv_srq* srq, uint32_t* srq_num) { return EOPNOTSUPP; }
     virtual ibv_qp* open_qp(ibv_qp_open_attr* attr);
+    // Receive steering: WQs, their indirection tables (RSS), flow rules.
+    // Defaults: EOPNOTSUPP, as verbs.h answers without them.
+    virtual ibv_wq* create_wq(ibv_wq_init_attr* attr);
+    virtual int modify_wq(ibv_wq* wq, ibv_wq_attr* attr) { return EOPNOTSUPP; }
+    virtual int destroy_wq(ibv_wq* wq) { return EOPNOTSUPP; }
+    virtual ibv_rwq_ind_table* create_rwq_ind_table(ibv_rwq_ind_table_init_attr* attr);
+    virtual int destroy_rwq_ind_table(ibv_rwq_ind_table* table) { return EOPNOTSUPP; }
+    virtual ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* attr);
+    virtual int destroy_flow(ibv_flow* flow) { return EOPNOTSUPP; }
     virtual int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask);
     virtual int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
     virtual int destroy_srq(ibv_srq* srq);
@@ -352,6 +362,16 @@ public:
     // inode names a domain processes share (oflags O_CREAT/O_EXCL).
     int cmd_open_xrcd(const ibv_xrcd_init_attr* attr, VerbsXrcd* xrcd, const Udata& u = {});
     int cmd_close_xrcd(VerbsXrcd* xrcd);
+    // WQ_CREATE (EX_CREATE_WQ fallback): wq's public fields filled, attr's
+    // max_wr/max_sge updated with what the kernel granted.
+    int cmd_create_wq(ibv_wq_init_attr* attr, ibv_wq* wq, const Udata& u = {});
+    int cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr);
+    int cmd_destroy_wq(ibv_wq* wq);  // waits until the app acked every event
+    int cmd_create_rwq_ind_table(const ibv_rwq_ind_table_init_attr* attr, ibv_rwq_ind_table* table);
+    int cmd_destroy_rwq_ind_table(ibv_rwq_ind_table* table);
+    // CREATE_FLOW with the specs in the kernel's layout (flow_attr_to_kern).
+    int cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* flow);
+    int cmd_destroy_flow(ibv_flow* flow);
     int cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask, const Udata& u = {});
     int cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr);
     int cmd_destroy_srq(ibv_srq* srq);
@@ -392,6 +412,10 @@ public:
         kPdDestroy = 1u << 6,
         kMrDestroy = 1u << 7,
         kXrcdDestroy = 1u << 8,
+        kWqCreate = 1u << 9,
+        kWqDestroy = 1u << 10,
+        kIndTblDestroy = 1u << 11,
+        kFlowDestroy = 1u << 12,
     };
     bool ioctl_missing(IoctlMethod m) const { return no_ioctl_.load(std::memory_order_relaxed) & m; }
     // After an ioctl: true (and remembered) when the kernel lacks the method.
@@ -432,6 +456,13 @@ int destroy_object(T* obj, Destroy&& destroy) {
     delete obj;
     return 0;
 }
+
+// A flow rule as the kernel reads it (ib_uverbs_flow_attr and its specs)
+// from the application's ibv_flow_attr and the specs after it: 0, EINVAL
+// (a spec of unknown type or too small for its type, more bytes than the
+// attribute says), or EOPNOTSUPP (specs naming flow actions or counters,
+// which this library has no objects for yet).
+int flow_attr_to_kern(const ibv_flow_attr& attr, std::vector<uint8_t>& out);
 
 // For providers whose QPs go through the legacy CREATE_QP command: what
 // they accept of ibv_create_qp_ex's attributes (a PD, else EINVAL; no

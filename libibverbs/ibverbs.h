@@ -18,6 +18,10 @@ namespace rdma::verbs {
 // Prefix of every diagnostic the library prints, as the reference does.
 inline constexpr const char* kLogPrefix = "libibverbs: ";
 
+// RDMAV_ALLOW_DISASSOC_DESTROY was set when the library started: destroying
+// an object of a context whose device went away (EIO) succeeds.
+bool allow_disassoc_destroy();
+
 // <sysfs root> honouring SYSFS_PATH; no trailing slash.
 const std::string& sysfs_root();
 
