@@ -256,6 +256,9 @@ std::optional<ObjType> idr_type(uint16_t obj) {
     case UVERBS_OBJECT_MW: return ObjType::Mw;
     case UVERBS_OBJECT_XRCD: return ObjType::Xrcd;
     case MLX5_IB_OBJECT_UAR: return ObjType::Uar;
+    case UVERBS_OBJECT_WQ: return ObjType::Wq;
+    case UVERBS_OBJECT_RWQ_IND_TBL: return ObjType::RwqIndTbl;
+    case UVERBS_OBJECT_FLOW: return ObjType::Flow;
     default: return std::nullopt;
     }
 }
@@ -275,6 +278,9 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_MW:
     case UVERBS_OBJECT_ASYNC_EVENT:
     case UVERBS_OBJECT_XRCD:
+    case UVERBS_OBJECT_WQ:
+    case UVERBS_OBJECT_RWQ_IND_TBL:
+    case UVERBS_OBJECT_FLOW:
     case MLX5_IB_OBJECT_UAR: return true;
     default: return false;
     }
@@ -586,6 +592,16 @@ constexpr WriteCmd kWriteExCmds[] = {
      offsetof(ib_uverbs_ex_create_qp_resp, response_length) + 4},
     {IB_USER_VERBS_EX_CMD_MODIFY_QP, sizeof(ib_uverbs_modify_qp),
      offsetof(ib_uverbs_ex_modify_qp_resp, response_length) + 4},
+    {IB_USER_VERBS_EX_CMD_CREATE_FLOW, sizeof(ib_uverbs_create_flow), sizeof(ib_uverbs_create_flow_resp)},
+    {IB_USER_VERBS_EX_CMD_DESTROY_FLOW, sizeof(ib_uverbs_destroy_flow), 0},
+    {IB_USER_VERBS_EX_CMD_CREATE_WQ, offsetof(ib_uverbs_ex_create_wq, create_flags),
+     offsetof(ib_uverbs_ex_create_wq_resp, wqn) + 4},
+    {IB_USER_VERBS_EX_CMD_MODIFY_WQ, offsetof(ib_uverbs_ex_modify_wq, flags), 0},
+    {IB_USER_VERBS_EX_CMD_DESTROY_WQ, sizeof(ib_uverbs_ex_destroy_wq),
+     offsetof(ib_uverbs_ex_destroy_wq_resp, events_reported) + 4},
+    {IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, sizeof(ib_uverbs_ex_create_rwq_ind_table),
+     offsetof(ib_uverbs_ex_create_rwq_ind_table_resp, ind_tbl_num) + 4},
+    {IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL, sizeof(ib_uverbs_ex_destroy_rwq_ind_table), 0},
 };
 
 template <size_t N>
@@ -774,12 +790,17 @@ int m_qp_create(Bundle& b) {
             return -EINVAL;
         if (!b.has(UVERBS_ATTR_CREATE_QP_PD_HANDLE))
             return -ENOENT;
-        if (b.has(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE))
-            return -EOPNOTSUPP;
-        if (!b.has(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE))
-            return -ENOENT;
-        if (type != IB_UVERBS_QPT_XRC_INI && !b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE))
-            return -ENOENT;
+        if (b.has(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE)) {
+            // an RSS QP: its receives go through the table
+            if (b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) || b.has(UVERBS_ATTR_CREATE_QP_SRQ_HANDLE) ||
+                cap.max_recv_wr || cap.max_recv_sge)
+                return -EINVAL;
+        } else {
+            if (!b.has(UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE))
+                return -ENOENT;
+            if (type != IB_UVERBS_QPT_XRC_INI && !b.has(UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE))
+                return -ENOENT;
+        }
     }
     uint64_t flags;
     const uint64_t known = IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK | IB_UVERBS_QP_CREATE_SCATTER_FCS |
@@ -816,6 +837,14 @@ int m_qp_create(Bundle& b) {
     if (!drv.empty())
         memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
     a.drv_len = drv.size();
+    if (b.has(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE)) {
+        a.has_ind_tbl = true;
+        a.ind_tbl = b.handle(UVERBS_ATTR_CREATE_QP_IND_TABLE_HANDLE);
+        a.has_recv_cq = false;
+        a.recv_cq = 0;
+        if (!drv.empty())
+            memcpy(&a.rss, drv.data(), std::min(drv.size(), sizeof a.rss));
+    }
     uint32_t h;
     QpCaps caps;
     mlx5_ib_create_qp_resp d;
@@ -919,6 +948,66 @@ int m_mr_destroy(Bundle& b) { return dereg_mr(b.c, b.handle(UVERBS_ATTR_DESTROY_
 int m_ah_destroy(Bundle& b) { return destroy_ah(b.c, b.handle(UVERBS_ATTR_DESTROY_AH_HANDLE)); }
 int m_mw_destroy(Bundle& b) { return dealloc_mw(b.c, b.handle(UVERBS_ATTR_DESTROY_MW_HANDLE)); }
 int m_xrcd_destroy(Bundle& b) { return close_xrcd(b.c, b.handle(UVERBS_ATTR_DESTROY_XRCD_HANDLE)); }
+
+// ------------------------------------------------- WQ, RWQ table, flow
+
+int m_wq_create(Bundle& b) {
+    WqArgs a;
+    uint64_t type, flags;
+    if (int e = b.get_const(UVERBS_ATTR_CREATE_WQ_TYPE, type, 0x7fffffff))
+        return e;
+    if (int e = b.get_flags(UVERBS_ATTR_CREATE_WQ_FLAGS, flags,
+                            IB_UVERBS_WQ_FLAGS_CVLAN_STRIPPING | IB_UVERBS_WQ_FLAGS_SCATTER_FCS |
+                                IB_UVERBS_WQ_FLAGS_DELAY_DROP | IB_UVERBS_WQ_FLAGS_PCI_WRITE_END_PADDING))
+        return e;
+    int e = b.copy_from(UVERBS_ATTR_CREATE_WQ_USER_HANDLE, &a.user_handle, sizeof a.user_handle);
+    if (!e)
+        e = b.copy_from(UVERBS_ATTR_CREATE_WQ_MAX_WR, &a.max_wr, sizeof a.max_wr);
+    if (!e)
+        e = b.copy_from(UVERBS_ATTR_CREATE_WQ_MAX_SGE, &a.max_sge, sizeof a.max_sge);
+    if (e)
+        return e;
+    a.wq_type = static_cast<uint32_t>(type);
+    a.create_flags = static_cast<uint32_t>(flags);
+    a.pd = b.handle(UVERBS_ATTR_CREATE_WQ_PD_HANDLE);
+    a.cq = b.handle(UVERBS_ATTR_CREATE_WQ_CQ_HANDLE);
+    const std::vector<uint8_t> drv = b.uhw_in();
+    memcpy(&a.drv, drv.data(), std::min(drv.size(), sizeof a.drv));
+    a.drv_len = drv.size();
+    uint32_t h, max_wr, max_sge, wqn;
+    if (int err = create_wq(b.c, a, h, max_wr, max_sge, wqn))
+        return err;
+    mlx5_ib_create_wq_resp d{};
+    e = b.copy_to(UVERBS_ATTR_CREATE_WQ_RESP_MAX_WR, &max_wr, sizeof max_wr);
+    if (!e)
+        e = b.copy_to(UVERBS_ATTR_CREATE_WQ_RESP_MAX_SGE, &max_sge, sizeof max_sge);
+    if (!e)
+        e = b.copy_to(UVERBS_ATTR_CREATE_WQ_RESP_WQ_NUM, &wqn, sizeof wqn);
+    if (!e) {
+        d.response_length = static_cast<uint32_t>(std::min(b.uhw_out_len(), sizeof d));
+        e = b.uhw_out(&d, sizeof d);
+    }
+    if (!e)
+        e = b.put_new_id(UVERBS_ATTR_CREATE_WQ_HANDLE, h);
+    if (e) {
+        uint32_t ev;
+        destroy_wq(b.c, h, ev);
+    }
+    return e;
+}
+
+int m_wq_destroy(Bundle& b) {
+    uint32_t ev = 0;  // events_reported
+    if (int e = destroy_wq(b.c, b.handle(UVERBS_ATTR_DESTROY_WQ_HANDLE), ev))
+        return e;
+    return b.copy_to(UVERBS_ATTR_DESTROY_WQ_RESP, &ev, sizeof ev);
+}
+
+int m_rwq_ind_tbl_destroy(Bundle& b) {
+    return destroy_rwq_ind_tbl(b.c, b.handle(UVERBS_ATTR_DESTROY_RWQ_IND_TBL_HANDLE));
+}
+
+int m_flow_destroy(Bundle& b) { return destroy_flow(b.c, b.handle(UVERBS_ATTR_DESTROY_FLOW_HANDLE)); }
 
 // QUERY_MR (ibv_import_mr): the keys, the length and the iova of an MR of
 // this file, whichever context of it registered the MR.
@@ -1110,6 +1199,26 @@ const std::vector<Method>& methods() {
             {idr(UVERBS_ATTR_DESTROY_AH_HANDLE, UVERBS_OBJECT_AH, Access::Destroy, true)}, false, m_ah_destroy);
         add(UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_MW_HANDLE, UVERBS_OBJECT_MW, Access::Destroy, true)}, false, m_mw_destroy);
+        add(UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_CREATE,
+            {idr(UVERBS_ATTR_CREATE_WQ_HANDLE, UVERBS_OBJECT_WQ, Access::New, true),
+             idr(UVERBS_ATTR_CREATE_WQ_PD_HANDLE, UVERBS_OBJECT_PD, Access::Read, true),
+             idr(UVERBS_ATTR_CREATE_WQ_CQ_HANDLE, UVERBS_OBJECT_CQ, Access::Read, true),
+             in_sized(UVERBS_ATTR_CREATE_WQ_USER_HANDLE, u64s, true), const_in(UVERBS_ATTR_CREATE_WQ_TYPE, true),
+             fd_attr(UVERBS_ATTR_CREATE_WQ_EVENT_FD, UVERBS_OBJECT_ASYNC_EVENT, Access::Read, false),
+             in_sized(UVERBS_ATTR_CREATE_WQ_MAX_WR, u32s, true), in_sized(UVERBS_ATTR_CREATE_WQ_MAX_SGE, u32s, true),
+             flags_in(UVERBS_ATTR_CREATE_WQ_FLAGS, false), out_sized(UVERBS_ATTR_CREATE_WQ_RESP_MAX_WR, u32s, true),
+             out_sized(UVERBS_ATTR_CREATE_WQ_RESP_MAX_SGE, u32s, true),
+             out_sized(UVERBS_ATTR_CREATE_WQ_RESP_WQ_NUM, u32s, false)},
+            true, m_wq_create);
+        add(UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_DESTROY,
+            {idr(UVERBS_ATTR_DESTROY_WQ_HANDLE, UVERBS_OBJECT_WQ, Access::Destroy, true),
+             out_sized(UVERBS_ATTR_DESTROY_WQ_RESP, u32s, true)},
+            false, m_wq_destroy);
+        add(UVERBS_OBJECT_RWQ_IND_TBL, UVERBS_METHOD_RWQ_IND_TBL_DESTROY,
+            {idr(UVERBS_ATTR_DESTROY_RWQ_IND_TBL_HANDLE, UVERBS_OBJECT_RWQ_IND_TBL, Access::Destroy, true)}, false,
+            m_rwq_ind_tbl_destroy);
+        add(UVERBS_OBJECT_FLOW, UVERBS_METHOD_FLOW_DESTROY,
+            {idr(UVERBS_ATTR_DESTROY_FLOW_HANDLE, UVERBS_OBJECT_FLOW, Access::Destroy, true)}, false, m_flow_destroy);
         add(UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY,
             {idr(UVERBS_ATTR_DESTROY_XRCD_HANDLE, UVERBS_OBJECT_XRCD, Access::Destroy, true)}, false, m_xrcd_destroy);
         return v;

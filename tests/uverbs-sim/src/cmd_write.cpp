@@ -381,14 +381,22 @@ int cmd_ex_create_qp(Cmd& m) {
     memcpy(&q, m.in, std::min(m.in_len, sizeof q));
     if (q.comp_mask & ~uint32_t(IB_UVERBS_CREATE_QP_MASK_IND_TABLE))
         return -EINVAL;
-    if (q.comp_mask & IB_UVERBS_CREATE_QP_MASK_IND_TABLE)
-        return -EOPNOTSUPP;
     if (q.reserved)
         return -EINVAL;
     if (m.out_len < sizeof(ib_uverbs_create_qp_resp))
         return -ENOSPC;
     QpArgs a = qp_args(q);
     a.create_flags = q.create_flags;
+    if (q.comp_mask & IB_UVERBS_CREATE_QP_MASK_IND_TABLE) {
+        // an RSS QP: the table instead of CQs and queues (a send CQ only
+        // with a send queue), mlx5_ib_create_qp_rss as driver data
+        a.has_ind_tbl = true;
+        a.ind_tbl = q.rwq_ind_tbl_handle;
+        a.has_recv_cq = false;
+        if (!q.max_send_wr)
+            a.send_cq = 0;
+        memcpy(&a.rss, m.drv_in, std::min(sizeof a.rss, m.drv_in_len));
+    }
     return finish_create_qp(m, a, true);
 }
 
@@ -612,6 +620,148 @@ int cmd_attach_mcast(Cmd& m, bool attach) {
     return attach ? attach_mcast(m.c, q.qp_handle, q.gid, q.mlid) : detach_mcast(m.c, q.qp_handle, q.gid, q.mlid);
 }
 
+// ------------------------------------------------- WQs, tables, flows
+
+int cmd_ex_create_wq(Cmd& m) {
+    ib_uverbs_ex_create_wq q{};
+    if (m.in_len < offsetof(ib_uverbs_ex_create_wq, create_flags))
+        return -EINVAL;
+    memcpy(&q, m.in, std::min(m.in_len, sizeof q));
+    if (q.comp_mask)
+        return -EOPNOTSUPP;
+    if (m.out_len < offsetof(ib_uverbs_ex_create_wq_resp, wqn) + 4)
+        return -ENOSPC;
+    WqArgs a;
+    a.user_handle = q.user_handle;
+    a.wq_type = q.wq_type;
+    a.pd = q.pd_handle;
+    a.cq = q.cq_handle;
+    a.max_wr = q.max_wr;
+    a.max_sge = q.max_sge;
+    a.create_flags = q.create_flags;
+    get_drv(m, a.drv, a.drv_len);
+    ib_uverbs_ex_create_wq_resp r{};
+    if (int e = create_wq(m.c, a, r.wq_handle, r.max_wr, r.max_sge, r.wqn))
+        return e;
+    r.response_length = static_cast<uint32_t>(std::min(m.out_len, sizeof r));
+    mlx5_ib_create_wq_resp d{};
+    d.response_length = static_cast<uint32_t>(std::min(m.drv_out_len, sizeof d));
+    if (put_out(m.resp, m.out_len, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d)) {
+        uint32_t ev;
+        destroy_wq(m.c, r.wq_handle, ev);
+        return -EFAULT;
+    }
+    return 0;
+}
+
+int cmd_ex_modify_wq(Cmd& m) {
+    ib_uverbs_ex_modify_wq q{};
+    if (m.in_len < offsetof(ib_uverbs_ex_modify_wq, flags))
+        return -EINVAL;
+    memcpy(&q, m.in, std::min(m.in_len, sizeof q));
+    return modify_wq(m.c, q, m.drv_in_len, m.drv_in);
+}
+
+int cmd_ex_destroy_wq(Cmd& m) {
+    ib_uverbs_ex_destroy_wq q{};
+    if (m.in_len < sizeof q)
+        return -EINVAL;
+    memcpy(&q, m.in, sizeof q);
+    if (q.comp_mask)
+        return -EINVAL;
+    if (m.out_len < sizeof(ib_uverbs_ex_destroy_wq_resp))
+        return -ENOSPC;
+    ib_uverbs_ex_destroy_wq_resp r{};
+    if (int e = destroy_wq(m.c, q.wq_handle, r.events_reported))
+        return e;
+    r.response_length = sizeof r;
+    return put_out(m.resp, m.out_len, &r, sizeof r);
+}
+
+int cmd_ex_create_rwq_ind_tbl(Cmd& m) {
+    ib_uverbs_ex_create_rwq_ind_table q{};
+    if (m.in_len < sizeof q)
+        return -EINVAL;
+    memcpy(&q, m.in, sizeof q);
+    if (q.comp_mask)
+        return -EOPNOTSUPP;
+    if (q.log_ind_tbl_size > IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE)
+        return -EINVAL;
+    // the handles follow, padded to 8 bytes (one handle fills the padding)
+    const size_t n = size_t(1) << q.log_ind_tbl_size;
+    size_t need = n * 4;
+    if (n == 1)
+        need += 4;
+    if (m.in_len - sizeof q < need)
+        return -EINVAL;
+    for (size_t i = sizeof q + n * 4; i < m.in_len; ++i)
+        if (m.in[i])
+            return -EOPNOTSUPP;
+    std::vector<uint32_t> h(n);
+    memcpy(h.data(), m.in + sizeof q, n * 4);
+    // mlx5_ib takes no driver data
+    for (size_t i = 0; i < m.drv_in_len; ++i)
+        if (m.drv_in[i])
+            return -EOPNOTSUPP;
+    if (m.out_len < offsetof(ib_uverbs_ex_create_rwq_ind_table_resp, ind_tbl_num) + 4)
+        return -ENOSPC;
+    ib_uverbs_ex_create_rwq_ind_table_resp r{};
+    if (int e = create_rwq_ind_tbl(m.c, q.log_ind_tbl_size, h.data(), r.ind_tbl_handle, r.ind_tbl_num))
+        return e;
+    r.response_length = static_cast<uint32_t>(std::min(m.out_len, sizeof r));
+    mlx5_ib_create_rwq_ind_tbl_resp d{};
+    d.response_length = static_cast<uint32_t>(std::min(m.drv_out_len, sizeof d));
+    if (put_out(m.resp, m.out_len, &r, sizeof r) || put_out(m.drv_out, m.drv_out_len, &d, sizeof d)) {
+        destroy_rwq_ind_tbl(m.c, r.ind_tbl_handle);
+        return -EFAULT;
+    }
+    return 0;
+}
+
+int cmd_ex_destroy_rwq_ind_tbl(Cmd& m) {
+    ib_uverbs_ex_destroy_rwq_ind_table q{};
+    if (m.in_len < sizeof q)
+        return -EINVAL;
+    memcpy(&q, m.in, sizeof q);
+    if (q.comp_mask)
+        return -EINVAL;
+    return destroy_rwq_ind_tbl(m.c, q.ind_tbl_handle);
+}
+
+int cmd_ex_create_flow(Cmd& m) {
+    ib_uverbs_create_flow q{};
+    if (m.in_len < sizeof q)
+        return -EINVAL;
+    memcpy(&q, m.in, sizeof q);
+    if (q.comp_mask)
+        return -EINVAL;
+    if (m.out_len < sizeof(ib_uverbs_create_flow_resp))
+        return -ENOSPC;
+    UVSIM_TRACE("CREATE_FLOW: core %zu bytes (attr size %u, %u specs, type %u priority %u port %u flags 0x%x), "
+                "driver %zu bytes",
+                m.in_len, q.flow_attr.size, q.flow_attr.num_of_specs, q.flow_attr.type, q.flow_attr.priority,
+                q.flow_attr.port, q.flow_attr.flags, m.drv_in_len);
+    ib_uverbs_create_flow_resp r{};
+    if (int e = create_flow(m.c, q.qp_handle, m.in + offsetof(ib_uverbs_create_flow, flow_attr),
+                            m.in_len - offsetof(ib_uverbs_create_flow, flow_attr), r.flow_handle))
+        return e;
+    if (put_out(m.resp, m.out_len, &r, sizeof r)) {
+        destroy_flow(m.c, r.flow_handle);
+        return -EFAULT;
+    }
+    return 0;
+}
+
+int cmd_ex_destroy_flow(Cmd& m) {
+    ib_uverbs_destroy_flow q{};
+    if (m.in_len < sizeof q)
+        return -EINVAL;
+    memcpy(&q, m.in, sizeof q);
+    if (q.comp_mask)
+        return -EINVAL;
+    return destroy_flow(m.c, q.flow_handle);
+}
+
 }  // namespace
 
 ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
@@ -632,7 +782,11 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         return -EBADF;
     if (c.dev->fatal && op != IB_USER_VERBS_CMD_DESTROY_QP && op != IB_USER_VERBS_CMD_DESTROY_CQ &&
         op != IB_USER_VERBS_CMD_DESTROY_SRQ && op != IB_USER_VERBS_CMD_DEALLOC_PD && op != IB_USER_VERBS_CMD_DEREG_MR &&
-        op != IB_USER_VERBS_CMD_DESTROY_AH && op != IB_USER_VERBS_CMD_DEALLOC_MW && op != IB_USER_VERBS_CMD_CLOSE_XRCD)
+        op != IB_USER_VERBS_CMD_DESTROY_AH && op != IB_USER_VERBS_CMD_DEALLOC_MW &&
+        op != IB_USER_VERBS_CMD_CLOSE_XRCD &&
+        !(ex &&
+          (op == IB_USER_VERBS_EX_CMD_DESTROY_FLOW || op == IB_USER_VERBS_EX_CMD_DESTROY_WQ ||
+           op == IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL)))
         return -EIO;  // the device is gone: only clean-up works
     if (!c.have_ucontext && op != IB_USER_VERBS_CMD_GET_CONTEXT)
         return -EINVAL;
@@ -705,6 +859,13 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         case IB_USER_VERBS_EX_CMD_CREATE_CQ: r = cmd_ex_create_cq(m); break;
         case IB_USER_VERBS_EX_CMD_CREATE_QP: r = cmd_ex_create_qp(m); break;
         case IB_USER_VERBS_EX_CMD_MODIFY_QP: r = cmd_ex_modify_qp(m); break;
+        case IB_USER_VERBS_EX_CMD_CREATE_FLOW: r = cmd_ex_create_flow(m); break;
+        case IB_USER_VERBS_EX_CMD_DESTROY_FLOW: r = cmd_ex_destroy_flow(m); break;
+        case IB_USER_VERBS_EX_CMD_CREATE_WQ: r = cmd_ex_create_wq(m); break;
+        case IB_USER_VERBS_EX_CMD_MODIFY_WQ: r = cmd_ex_modify_wq(m); break;
+        case IB_USER_VERBS_EX_CMD_DESTROY_WQ: r = cmd_ex_destroy_wq(m); break;
+        case IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL: r = cmd_ex_create_rwq_ind_tbl(m); break;
+        case IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL: r = cmd_ex_destroy_rwq_ind_tbl(m); break;
         default: r = -EOPNOTSUPP; break;
         }
     }

@@ -219,6 +219,10 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         if (v != "on" && v != "off")
             return "scatter_to_cqe must be on or off";
         d.scatter_to_cqe = v == "on";
+    } else if (k == "raw_eth") {
+        if (v != "on" && v != "off")
+            return "raw_eth must be on or off";
+        d.raw_eth = v == "on";
     } else if (k == "cqe_compression") {
         // off, or the most CQEs in one session
         if (v != "off" && (!num || n < 2 || n > 0xffff))

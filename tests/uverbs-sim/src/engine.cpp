@@ -20,7 +20,9 @@
 #include "verbs.h"
 #include "wire.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <dirent.h>
 #include <ctime>
 #include <deque>
 #include <fcntl.h>
@@ -158,6 +160,11 @@ struct CqeInfo {
     const uint8_t* scat = nullptr;
     uint32_t scat_len = 0;
     uint8_t scat_size = 0;
+    // a receive through an RSS QP: the WQ it landed in (its number and user
+    // index go into the CQE) and the hash that chose it
+    const Wq* wq = nullptr;
+    uint32_t rss_hash = 0;
+    uint8_t rss_hash_type = 0;
 };
 
 // "00112233 44556677 ..." of a buffer, for the trace
@@ -271,15 +278,21 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
         e->srqn = htobe32(ci.srq ? ci.srq->srqn : 0);
         e->vendor_err_synd = ci.syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR ? 0xf9 : 0x81;
         e->syndrome = ci.syndrome;
-        e->s_wqe_opcode_qpn = htobe32((uint32_t(ci.wqe_opcode) << 24) | qp.qpn);
+        e->s_wqe_opcode_qpn = htobe32((uint32_t(ci.wqe_opcode) << 24) | (ci.wq ? ci.wq->wqn : qp.qpn));
         e->wqe_counter = htobe16(ci.wqe_counter);
     } else {
         auto* e = reinterpret_cast<mlx5_cqe64*>(tmp);
         e->imm_inval_pkey = ci.imm;
         e->byte_cnt = htobe32(ci.byte_cnt);
-        e->sop_drop_qpn = htobe32((uint32_t(ci.wqe_opcode) << 24) | qp.qpn);
+        e->sop_drop_qpn = htobe32((uint32_t(ci.wqe_opcode) << 24) | (ci.wq ? ci.wq->wqn : qp.qpn));
         e->wqe_counter = htobe16(ci.wqe_counter);
         e->slid = htobe16(ci.slid);
+        if (ci.wq) {
+            // the RSS result: the hash at byte 12, its type at byte 16
+            const uint32_t hv = htobe32(ci.rss_hash);
+            memcpy(tmp + 12, &hv, 4);
+            tmp[16] = ci.rss_hash_type;
+        }
         e->flags_rqpn = htobe32((ci.src_qpn & 0xffffff) | (ci.grh ? (1u << 28) : 0) | (uint32_t(ci.sl & 0xf) << 24));
         // in device clock cycles: hca_core_clock is 156250 kHz (5/32 per ns)
         e->timestamp = htobe64(now_ns() / 32 * 5);
@@ -287,7 +300,7 @@ bool cqe_write(Cq& cq, Qp& qp, const CqeInfo& ci) {
     auto* e64 = reinterpret_cast<mlx5_cqe64*>(tmp);
     if (cq.ctx && cq.ctx->cqe_version == 1)
         // the user index of the QP, or of the XRC SRQ a receive went to
-        e64->srqn_uidx = htobe32((ci.srq && ci.srq->xrc ? ci.srq->uidx : qp.uidx) & 0xffffff);
+        e64->srqn_uidx = htobe32((ci.wq ? ci.wq->uidx : ci.srq && ci.srq->xrc ? ci.srq->uidx : qp.uidx) & 0xffffff);
     else if (ci.srq)
         e64->srqn_uidx = htobe32(ci.srq->srqn & 0xffffff);
     uint8_t format = 0;  // op_own bits 3:2
@@ -709,6 +722,8 @@ void req_complete(Qp& qp, const SendOp& op, uint8_t syndrome = 0) {
 
 // Flushes everything: outstanding and posted send WQEs, posted receives.
 void flush_all(Qp& qp);
+// A raw packet QP's frame onto the segment (see the raw Ethernet part).
+void send_frame(Qp& qp, const SendOp& op);
 
 void set_error(Qp& qp) {
     if (qp.state == IBV_QPS_ERR)
@@ -865,6 +880,20 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         break;
     default: return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;  // UMR, LSO, local invalidate... not modelled
     }
+    if (qp.qp_type == IBV_QPT_RAW_PACKET) {
+        // the Ethernet segment: the frame's first inline_hdr_sz bytes start
+        // in its last two bytes and run on into the next 16-byte units;
+        // checksum and LSO requests (cs_flags, mss) are not acted on
+        if (op.opcode != MLX5_OPCODE_SEND || off + 16 > size)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        uint16_t hsz;
+        memcpy(&hsz, w + off + 12, 2);
+        hsz = be16toh(hsz);
+        if (off + 14 + hsz > size)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        op.data.assign(w + off + 14, w + off + 14 + hsz);
+        off = (off + 14 + hsz + 15) & ~size_t(15);
+    }
     if (qp.qp_type == IBV_QPT_XRC_SEND) {
         // the XRC segment: the SRQ at the target, then the segments of RC
         if (off + 16 > size)
@@ -941,6 +970,11 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
     }
     if (inl && !op.sges.empty())
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    if (qp.qp_type == IBV_QPT_RAW_PACKET && !inl) {
+        uint64_t total = op.data.size() + sge_total(op.sges);
+        if (total > kMaxPayload)
+            return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;  // longer than any frame the port takes
+    }
     if (op.opcode == MLX5_OPCODE_RDMA_READ || op.opcode == MLX5_OPCODE_ATOMIC_CS ||
         op.opcode == MLX5_OPCODE_ATOMIC_FA) {
         if (inl)
@@ -956,7 +990,7 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         }
         return 0;
     }
-    if (!inl)
+    if (!inl)  // (appended: after a raw packet's inline L2 header)
         if (uint8_t e = gather(qp, op.sges, op.data))
             return e;
     op.len = static_cast<uint32_t>(op.data.size());
@@ -1492,6 +1526,9 @@ bool poll_sq(Qp& qp) {
                 e.rnr_retries = qp.rnr_retry;
             }
             e.outstanding.push_back(std::move(op));
+        } else if (qp.qp_type == IBV_QPT_RAW_PACKET) {
+            send_frame(qp, op);
+            req_complete(qp, op);
         } else {
             for (uint32_t i = 0; i < op.npkts; ++i)
                 send_packet(qp, op, i, false);
@@ -2257,7 +2294,198 @@ void xrc_relay_in(const Packet& p) {
     relay_pump(*s, x);
 }
 
+// ------------------------------------------------------- raw Ethernet
+
+// The wire slots of every process on the simulated host (the sockets in
+// <run_dir>/wire), re-read at most every 20 ms.
+const std::vector<uint32_t>& wire_slots() {
+    static std::vector<uint32_t>& slots = *new std::vector<uint32_t>;
+    static uint64_t read_at = 0;
+    const uint64_t now = now_ns();
+    if (read_at && now - read_at < 20000000ull)
+        return slots;
+    read_at = now;
+    slots.clear();
+    if (DIR* d = opendir((cfg().run_dir + "/wire").c_str())) {
+        while (dirent* e = readdir(d)) {
+            char* end = nullptr;
+            if (e->d_name[0] != 's')
+                continue;
+            const unsigned long v = strtoul(e->d_name + 1, &end, 10);
+            if (end && !*end && v >= 1 && v <= 255)
+                slots.push_back(static_cast<uint32_t>(v));
+        }
+        closedir(d);
+    }
+    return slots;
+}
+
+// A raw packet QP's send: the frame leaves its port for every process
+// (each one's model decides whether any of its ports and rules want it).
+void send_frame(Qp& qp, const SendOp& op) {
+    if (op.data.size() < 14) {
+        UVSIM_TRACE("qpn 0x%x: %zu-byte frame (no Ethernet header): not sent", qp.qpn, op.data.size());
+        return;
+    }
+    Packet& p = scratch_packet();
+    memset(&p.h, 0, sizeof p.h);
+    p.h.flags = kFlagEthFrame;
+    p.h.src_qpn = qp.qpn;
+    memcpy(p.h.sgid, pcfg(qp).mac, 6);
+    // the sender's transport domain (its context): the port loops the frame
+    // back to the rules of every other one
+    p.h.rkey = sim().slot;
+    p.h.va = reinterpret_cast<uintptr_t>(qp.ctx);
+    p.h.payload_len = static_cast<uint16_t>(op.data.size());
+    memcpy(p.payload, op.data.data(), op.data.size());
+    UVSIM_TRACE("qpn 0x%x: frame of %zu bytes out of port %u: %s", qp.qpn, op.data.size(), port_of(qp),
+                g_trace_on ? hex(op.data.data(), std::min<size_t>(op.data.size(), 64)).c_str() : "");
+    for (uint32_t slot : wire_slots()) {
+        p.h.dest_qpn = slot << 16;
+        xmit(p);
+    }
+}
+
+// The hash type the CQE reports: IPv4/IPv6 in bits 3:2, TCP/UDP in 7:6,
+// for the fields the QP hashes and the frame has.
+uint8_t rss_hash_type(const Qp& rss, const uint8_t* f, size_t len) {
+    uint16_t et = len >= 14 ? uint16_t(f[12] << 8 | f[13]) : 0;
+    size_t off = 14;
+    if (et == 0x8100 && len >= 18)
+        et = uint16_t(f[16] << 8 | f[17]), off = 18;
+    uint8_t t = 0, proto = 0;
+    if (et == 0x0800 && len >= off + 20 && (rss.rx_hash_fields & (MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4)))
+        t |= 1 << 2, proto = f[off + 9];
+    else if (et == 0x86dd && len >= off + 40 && (rss.rx_hash_fields & (MLX5_RX_HASH_SRC_IPV6 | MLX5_RX_HASH_DST_IPV6)))
+        t |= 2 << 2, proto = f[off + 6];
+    if (proto == 6 && (rss.rx_hash_fields & (MLX5_RX_HASH_SRC_PORT_TCP | MLX5_RX_HASH_DST_PORT_TCP)))
+        t |= 1 << 6;
+    if (proto == 17 && (rss.rx_hash_fields & (MLX5_RX_HASH_SRC_PORT_UDP | MLX5_RX_HASH_DST_PORT_UDP)))
+        t |= 2 << 6;
+    return t;
+}
+
+// A frame steered to an RSS QP: into the WQ the hash picks, completing on
+// that WQ's CQ (WQE index, byte count, the WQ's number and user index).
+void rss_receive(Qp& rss, const uint8_t* f, size_t len) {
+    RwqIndTbl& t = *rss.ind_tbl;
+    const uint32_t h = rss_hash(f, len, rss.rx_hash_fields, rss.rx_key);
+    Wq& w = *t.wqs[h & (t.wqs.size() - 1)];
+    if (w.state != IBV_WQS_RDY) {
+        UVSIM_TRACE("RSS qpn 0x%x: hash 0x%08x -> wqn 0x%x, not ready: frame dropped", rss.qpn, h, w.wqn);
+        return;
+    }
+    const uint16_t posted = static_cast<uint16_t>(be32toh(__atomic_load_n(&w.dbrec[0], __ATOMIC_ACQUIRE)) & 0xffff);
+    if (posted == w.ci) {
+        UVSIM_TRACE("RSS qpn 0x%x: hash 0x%08x -> wqn 0x%x, no receive WQE: frame dropped", rss.qpn, h, w.wqn);
+        return;
+    }
+    const uint32_t idx = w.ci & (w.wqe_cnt - 1);
+    const uint8_t* wqe = reinterpret_cast<const uint8_t*>(w.buf) + (size_t(idx) << w.wqe_shift);
+    std::vector<Sge> sges;
+    for (uint32_t i = 0; i < (1u << w.wqe_shift) / 16; ++i) {
+        mlx5_wqe_data_seg d;
+        memcpy(&d, wqe + 16 * i, sizeof d);
+        if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
+            break;
+        sges.push_back({be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)});
+    }
+    ++w.ci;
+    CqeInfo ci{};
+    ci.wqe_counter = static_cast<uint16_t>(idx);
+    ci.wq = &w;
+    uint8_t syn = sge_total(sges) < len ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : 0;
+    if (!syn) {
+        // the WQ's buffers belong to its PD
+        Pd* keep = rss.pd;
+        rss.pd = w.pd;
+        syn = scatter(rss, sges, 0, f, len);
+        rss.pd = keep;
+    }
+    if (syn) {
+        ci.opcode = MLX5_CQE_RESP_ERR;
+        ci.syndrome = syn;
+        cqe_write(*w.cq, rss, ci);
+        w.state = IBV_WQS_ERR;
+        UVSIM_TRACE("wqn 0x%x: receive error 0x%x: WQ to ERR", w.wqn, syn);
+        return;
+    }
+    ci.opcode = MLX5_CQE_RESP_SEND;
+    ci.byte_cnt = static_cast<uint32_t>(len);
+    ci.rss_hash = h;
+    ci.rss_hash_type = rss_hash_type(rss, f, len);
+    UVSIM_TRACE("RSS qpn 0x%x: hash 0x%08x -> entry %u of %zu, wqn 0x%x", rss.qpn, h, h & unsigned(t.wqs.size() - 1),
+                t.wqs.size(), w.wqn);
+    complete(rss, *w.cq, ci);
+}
+
+// A frame steered to a raw packet QP: into its next receive WQE (RQ or
+// SRQ), a RESP_SEND CQE with the frame's length.
+void raw_receive(Qp& qp, const uint8_t* f, size_t len) {
+    if (!qp.eng || (qp.state != IBV_QPS_RTR && qp.state != IBV_QPS_RTS && qp.state != IBV_QPS_SQD)) {
+        UVSIM_TRACE("qpn 0x%x: not ready to receive: frame dropped", qp.qpn);
+        return;
+    }
+    RecvState r;
+    if (!take_recv(qp, r)) {
+        UVSIM_TRACE("qpn 0x%x: no receive WQE: frame dropped", qp.qpn);
+        return;
+    }
+    if (sge_total(r.sges) < len) {
+        recv_error(qp, r, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+        set_error(qp);
+        return;
+    }
+    if (uint8_t syn = scatter(qp, r.sges, 0, f, len)) {
+        recv_error(qp, r, syn);
+        set_error(qp);
+        return;
+    }
+    CqeInfo ci{};
+    ci.opcode = MLX5_CQE_RESP_SEND;
+    ci.byte_cnt = static_cast<uint32_t>(len);
+    ci.wqe_counter = r.wqe_index;
+    ci.srq = r.srq;
+    complete(qp, *qp.recv_cq, ci);
+}
+
+// A frame on the segment: every Ethernet port of this process's devices
+// takes it; the port's flow rules pick the QPs. The port it left loops it
+// back inside the NIC, to the QPs of other transport domains (contexts)
+// only: a context's own frames do not come back to it (the TIR's
+// self-loopback block).
+void eth_receive(const Packet& p) {
+    const uint8_t* f = p.payload;
+    const size_t len = p.h.payload_len;
+    for (Device& d : sim().devices) {
+        for (size_t i = 0; i < d.cfg->ports.size(); ++i) {
+            const PortCfg& pc = d.cfg->ports[i];
+            if (!pc.ethernet || d.fatal || (i < d.port_state.size() && d.port_state[i] != IBV_PORT_ACTIVE))
+                continue;
+            const bool loopback = !memcmp(pc.mac, p.h.sgid, 6);
+            std::vector<Flow*> to = steer_frame(d.index, static_cast<uint8_t>(i + 1), f, len);
+            if (loopback && p.h.rkey == sim().slot)
+                to.erase(
+                    std::remove_if(to.begin(), to.end(),
+                                   [&](const Flow* fl) { return reinterpret_cast<uintptr_t>(fl->qp->ctx) == p.h.va; }),
+                    to.end());
+            UVSIM_TRACE("frame of %zu bytes from qpn 0x%x at %s port %zu%s: %zu rule(s) take it", len, p.h.src_qpn,
+                        d.cfg->name.c_str(), i + 1, loopback ? " (loopback)" : "", to.size());
+            for (Flow* fl : to) {
+                if (fl->qp->ind_tbl)
+                    rss_receive(*fl->qp, f, len);
+                else
+                    raw_receive(*fl->qp, f, len);
+            }
+        }
+    }
+}
+
 void dispatch(const Packet& p) {
+    if (p.h.flags & kFlagEthFrame) {
+        eth_receive(p);
+        return;
+    }
     if (p.h.flags & kFlagXrcRelay) {
         xrc_relay_in(p);
         return;
@@ -2490,6 +2718,8 @@ void engine_qp_destroy(Qp& qp) {
 void engine_cq_destroy(Cq&) {}
 
 void engine_srq_destroy(Srq& s) { relays().erase(&s); }
+
+void engine_wq_destroy(Wq&) {}  // (the model holds nothing of a WQ between frames)
 
 void engine_flush_qp(Qp& qp) { set_error(qp); }
 

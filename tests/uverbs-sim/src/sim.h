@@ -91,6 +91,10 @@ struct DevCfg {
     // the most CQEs one compressed session holds, 0 for a device that does
     // not compress.
     uint32_t cqe_comp_max_num = 64;
+    // Ethernet receive-side steering (raw packet QPs, receive WQs, RWQ
+    // indirection tables, RSS QPs, flow rules) on Ethernet ports; off: a
+    // device without them (EOPNOTSUPP, as before the model had them).
+    bool raw_eth = true;
 };
 
 // Fault injection (config file "fault" lines or UVERBS_SIM_FAULTS).
@@ -175,7 +179,7 @@ const Libc& libc();
 struct Context;
 struct Device;
 
-enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd, Uar };
+enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd, Uar, Wq, RwqIndTbl, Flow };
 
 struct Object {
     ObjType type;
@@ -345,6 +349,55 @@ struct Uar : Object {
     Uar() : Object(ObjType::Uar) {}
 };
 
+// A receive work queue (ibv_create_wq, IBV_WQT_RQ): the provider's ring of
+// receive WQEs and its doorbell record; what an RSS QP's indirection table
+// spreads frames over. Its receives complete on its CQ with its user index.
+struct Wq : Object {
+    uint32_t wqn = 0;
+    Pd* pd = nullptr;
+    Cq* cq = nullptr;
+    uint8_t state = 0;  // IBV_WQS_*
+    uint64_t buf = 0;
+    uint32_t* dbrec = nullptr;  // [0] = counter of posted WQEs
+    uint32_t wqe_cnt = 0, wqe_shift = 0;
+    uint32_t uidx = 0;
+    uint32_t max_wr = 0, max_sge = 0;
+    uint32_t flags = 0;  // IBV_WQ_FLAGS_* in effect
+    uint16_t ci = 0;  // WQEs taken by the model
+    uint32_t events_reported = 0;
+    Wq() : Object(ObjType::Wq) {}
+};
+
+// An RWQ indirection table: 2^log_size WQs (a WQ may appear more than once).
+struct RwqIndTbl : Object {
+    uint32_t num = 0;  // ind_tbl_num
+    uint32_t log_size = 0;
+    std::vector<Wq*> wqs;
+    RwqIndTbl() : Object(ObjType::RwqIndTbl) {}
+};
+
+// One spec of a flow rule, decoded: what a frame's field must equal under
+// the mask (bytes as on the wire). Kinds: the IB_FLOW_SPEC_* values.
+struct FlowSpec {
+    uint32_t type = 0;  // 0x20 ETH, 0x30 IPV4, 0x31 IPV6, 0x40 TCP, 0x41 UDP, 0x1001 DROP
+    uint8_t val[40] = {}, mask[40] = {};  // the kernel filter struct of the type
+};
+
+struct Qp;
+// A flow rule (CREATE_FLOW): which frames arriving at a port reach the QP.
+struct Flow : Object {
+    Qp* qp = nullptr;
+    int dev_index = 0;
+    uint32_t type = 0;  // IB_FLOW_ATTR_NORMAL, ALL_DEFAULT, MC_DEFAULT, SNIFFER
+    uint16_t priority = 0;
+    uint8_t port = 1;
+    uint32_t flags = 0;  // IB_FLOW_ATTR_FLAGS_DONT_TRAP
+    bool drop = false;  // a DROP action: matching frames go nowhere
+    uint64_t seq = 0;  // creation order
+    std::vector<FlowSpec> specs;
+    Flow() : Object(ObjType::Flow) {}
+};
+
 struct QpEngine;  // engine.cpp
 
 struct Qp : Object {
@@ -400,6 +453,12 @@ struct Qp : Object {
     Qp* real = nullptr;
     std::vector<Qp*> opened;  // real target QP: the OPEN_QP handles on it
     bool orphan = false;
+    // RSS QP (a raw packet QP over an indirection table: no queues of its
+    // own): the table, the Toeplitz key and the hashed fields
+    // (MLX5_RX_HASH_*); tirn stands in for the TIR the kernel makes.
+    RwqIndTbl* ind_tbl = nullptr;
+    uint64_t rx_hash_fields = 0;
+    uint8_t rx_key[40] = {};
     std::unique_ptr<QpEngine> eng;
     Qp();
     ~Qp() override;
@@ -464,6 +523,10 @@ struct Sim {
     std::map<uint32_t, Mw*> mws_by_index;  // mkey index (key >> 8) -> MW
     std::vector<Cq*> cqs;
     std::vector<Srq*> srqs;
+    std::vector<Flow*> flows;  // every flow rule of the process, in creation order
+    std::map<uint32_t, Wq*> wqs;  // wqn -> WQ
+    uint64_t next_flow_seq = 1;
+    uint32_t next_wq = 1, next_ind_tbl = 1;
     // XRC domains backed by a file (by device and inode), and target QPs
     // whose creating handle is gone while OPEN_QP handles remain
     std::vector<std::weak_ptr<XrcDomain>> xrc_domains;
@@ -528,8 +591,29 @@ std::string xrc_domain_key(const XrcDomain& d);
 void engine_cq_created(Cq& cq);
 // RESIZE_CQ: the resize CQE into the old ring, then CQEs go to the new one.
 void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size);
+// A raw frame that arrived at the process (every Ethernet port on the
+// simulated host shares one segment): steering picks the QPs and WQs.
+// Also the unit tests' entry point (steering.cpp).
+struct FrameFields;
+// Toeplitz hash of the RSS key over the input bytes (as a ConnectX
+// computes it: key bits from the most significant of byte 0 on).
+uint32_t toeplitz(const uint8_t* key, size_t key_len, const uint8_t* in, size_t n);
+// The RSS hash input (src/dst address, src/dst port, in that order, the
+// ones the MLX5_RX_HASH_* mask selects and the frame has) and its hash.
+uint32_t rss_hash(const uint8_t* frame, size_t len, uint64_t fields, const uint8_t key[40]);
+// Does the frame match every spec of the rule?
+bool flow_matches(const Flow& f, const uint8_t* frame, size_t len);
+// The flow rules a frame arriving at (device, port) reaches, by the rules'
+// priorities and types (see steering.cpp).
+std::vector<Flow*> steer_frame(int dev_index, uint8_t port, const uint8_t* frame, size_t len);
+// Decodes the specs of a CREATE_FLOW command (after ib_uverbs_flow_attr):
+// 0 or the kernel's errno.
+int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<FlowSpec>& out, bool& drop);
+
 // Writes a flush/error CQE etc.: used by the verbs layer when a QP goes to
 // the error state through modify_qp.
 void engine_flush_qp(Qp& qp);
+// A WQ goes (or leaves RDY): nothing more lands in it.
+void engine_wq_destroy(Wq& wq);
 
 }  // namespace uvsim

@@ -137,6 +137,17 @@ const PortCfg* port_cfg(const Device& d, uint32_t port) {
 
 // ------------------------------------------------------------------ device
 
+// Raw packet QPs and receive steering: a device with an Ethernet port
+// (and the feature not switched off).
+bool raw_eth_dev(const Device& d) {
+    if (!d.cfg->raw_eth)
+        return false;
+    for (const PortCfg& p : d.cfg->ports)
+        if (p.ethernet)
+            return true;
+    return false;
+}
+
 void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r) {
     const DevCfg& c = *d.cfg;
     memset(&r, 0, sizeof r);
@@ -155,6 +166,8 @@ void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r) {
     r.device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR | IBV_DEVICE_CHANGE_PHY_PORT |
         IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
         IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_XRC | IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+    if (raw_eth_dev(d))
+        r.device_cap_flags |= IBV_DEVICE_MANAGED_FLOW_STEERING;
     r.max_sge = c.max_sge;
     r.max_sge_rd = c.max_sge;
     r.max_cq = c.max_cq;
@@ -187,6 +200,15 @@ void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r) {
     r.device_cap_flags_ex = r.base.device_cap_flags;
     r.rss_caps.supported_qpts = 0;
     r.max_wq_type_rq = 0;
+    if (raw_eth_dev(d)) {
+        // receive WQs, indirection tables of up to 2^13 WQs (the uverbs
+        // limit), RSS on raw packet QPs; no offloads (checksums, VLAN
+        // stripping, FCS scatter)
+        r.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+        r.rss_caps.max_rwq_indirection_tables = 1u << 16;
+        r.rss_caps.max_rwq_indirection_table_size = 1u << IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE;
+        r.max_wq_type_rq = d.cfg->max_qp;
+    }
     r.cq_moderation_caps.max_cq_moderation_count = 0xffff;
     r.cq_moderation_caps.max_cq_moderation_period = 0xfff;
 }
@@ -205,6 +227,12 @@ void fill_mlx5_query_device(const Device& d, mlx5_ib_query_device_resp& r) {
         r.flags |= MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_COMP;
     }
     r.flags |= MLX5_IB_QUERY_DEV_RESP_FLAGS_CQE_128B_PAD;
+    if (raw_eth_dev(d)) {
+        r.rss_caps.rx_hash_function = MLX5_RX_HASH_FUNC_TOEPLITZ;
+        r.rss_caps.rx_hash_fields_mask = MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4 | MLX5_RX_HASH_SRC_IPV6 |
+            MLX5_RX_HASH_DST_IPV6 | MLX5_RX_HASH_SRC_PORT_TCP | MLX5_RX_HASH_DST_PORT_TCP | MLX5_RX_HASH_SRC_PORT_UDP |
+            MLX5_RX_HASH_DST_PORT_UDP;
+    }
     // No TSO, RSS, packet pacing, striding RQ, tunnel offloads, DCI
     // streams: the model implements none of them.
 }
@@ -1264,10 +1292,14 @@ static int create_xrc_tgt(Context& c, const QpArgs& a, uint32_t& handle, QpCaps&
     return 0;
 }
 
+static int create_rss_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv);
+
 int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv) {
     const DevCfg& d = *c.dev->cfg;
     if (a.qp_type == IBV_QPT_XRC_RECV)
         return create_xrc_tgt(c, a, handle, caps, drv);
+    if (a.has_ind_tbl)
+        return create_rss_qp(c, a, handle, caps, drv);
     const bool ini = a.qp_type == IBV_QPT_XRC_SEND;
     Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
     Cq* scq = c.get<Cq>(a.send_cq, ObjType::Cq);
@@ -1280,8 +1312,11 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
         if (!srq || srq->xrc)
             return -EINVAL;  // an XRC SRQ serves XRC target QPs only
     }
-    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD && !ini)
-        return -EOPNOTSUPP;  // raw packet, DC are not emulated
+    const bool is_raw = a.qp_type == IBV_QPT_RAW_PACKET;
+    if (is_raw && !raw_eth_dev(*c.dev))
+        return -EOPNOTSUPP;  // no Ethernet port (or steering off): no raw packet QPs
+    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD && !ini && !is_raw)
+        return -EOPNOTSUPP;  // DC is not emulated
     if (a.create_flags)
         return -EOPNOTSUPP;
     if (a.max_send_wr > d.max_qp_wr || a.max_recv_wr > d.max_qp_wr || a.max_send_sge > d.max_sge ||
@@ -1315,8 +1350,18 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     const uint64_t sq_size = uint64_t(u.sq_wqe_count) * 64;
     if (rq_size + sq_size == 0)
         return -EINVAL;
-    if (!app_range_ok(u.buf_addr, rq_size + sq_size, false) || !app_range_ok(u.db_addr, 8, true))
+    // mlx5_ib: a raw packet QP's SQ is an object of its own, in a buffer of
+    // its own (sq_buf_addr); the RQ is at buf_addr
+    if (is_raw && sq_size && (a.drv_len < offsetof(mlx5_ib_create_qp, sq_buf_addr) + 8 || !u.sq_buf_addr))
+        return -EINVAL;
+    if (is_raw
+            ? (!app_range_ok(u.buf_addr, rq_size, false) || (sq_size && !app_range_ok(u.sq_buf_addr, sq_size, false)))
+            : !app_range_ok(u.buf_addr, rq_size + sq_size, false))
         return -EFAULT;
+    if (!app_range_ok(u.db_addr, 8, true))
+        return -EFAULT;
+    if (is_raw && (u.sq_buf_addr & 63))
+        return -EINVAL;
     if ((u.db_addr & 3) || (u.buf_addr & 63))
         return -EINVAL;  // (64-byte page-offset quanta, as for CQs)
     // MLX5_QP_FLAG_BFREG_INDEX names a dynamic bfreg (two per dynamic UAR
@@ -1350,7 +1395,7 @@ int create_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_
     qp->sq_wqe_cnt = u.sq_wqe_count;
     qp->rq_wqe_cnt = rq_cnt;
     qp->rq_wqe_shift = rq_shift;
-    qp->sq_buf = u.buf_addr + rq_size;
+    qp->sq_buf = is_raw ? u.sq_buf_addr : u.buf_addr + rq_size;
     qp->uidx = u.uidx;
     qp->create_flags = u.flags;
     // mlx5_ib's scatter-to-CQE for a QP that asks: 32 bytes in a 64-byte
@@ -1524,11 +1569,23 @@ int modify_qp(Context& c, const ib_uverbs_modify_qp& m) {
     Trans t = transition(cur, next);
     if (!t.valid)
         return -EINVAL;
+    if (qp->ind_tbl)
+        return -ENOSYS;  // an RSS QP is its TIR: nothing to modify (mlx5_ib)
     const int ti = tidx(qp->qp_type);
-    const uint32_t allowed = IBV_QP_STATE | t.req[ti] | t.opt[ti];
-    if ((mask & t.req[ti]) != t.req[ti] || (mask & ~allowed))
+    uint32_t req = t.req[ti], opt = t.opt[ti];
+    if (qp->qp_type == IBV_QPT_RAW_PACKET) {
+        // the kernel's table for raw packet QPs: the port to go to INIT,
+        // nothing else (no paths, PSNs or keys)
+        req = cur == IBV_QPS_RESET && next == IBV_QPS_INIT ? uint32_t(IBV_QP_PORT) : 0;
+        opt = cur == IBV_QPS_INIT && next == IBV_QPS_INIT ? uint32_t(IBV_QP_PORT) : 0;
+    }
+    const uint32_t allowed = IBV_QP_STATE | req | opt;
+    if ((mask & req) != req || (mask & ~allowed))
         return -EINVAL;
     const DevCfg& d = *c.dev->cfg;
+    if (qp->qp_type == IBV_QPT_RAW_PACKET && (mask & IBV_QP_PORT) && m.port_num >= 1 && m.port_num <= d.ports.size() &&
+        !d.ports[m.port_num - 1].ethernet)
+        return -EINVAL;  // raw Ethernet frames on an InfiniBand port
     // value checks
     if (mask & IBV_QP_PORT)
         if (m.port_num < 1 || m.port_num > d.ports.size())
@@ -1758,10 +1815,15 @@ int destroy_qp(Context& c, uint32_t handle, uint32_t& events) {
         return -EINVAL;
     if (qp->qp_type == IBV_QPT_XRC_RECV)
         return close_xrc_tgt_handle(c, handle, qp, events);
+    if (qp->usecnt)
+        return -EBUSY;  // flow rules point at it
     engine_qp_destroy(*qp);
     events = qp->events_reported - drop_unread_async(c, qp->user_handle);
     --qp->pd->usecnt;
-    --qp->send_cq->usecnt;
+    if (qp->ind_tbl)
+        --qp->ind_tbl->usecnt;
+    if (qp->send_cq)
+        --qp->send_cq->usecnt;
     if (qp->recv_cq)
         --qp->recv_cq->usecnt;
     if (qp->srq)
@@ -1897,8 +1959,9 @@ int detach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
 
 void destroy_context(Context& c) {
     // children first: QPs, then SRQs, AHs, MRs, CQs, PDs
-    static const ObjType order[] = {ObjType::Qp, ObjType::Srq, ObjType::Ah, ObjType::Mw,
-                                    ObjType::Mr, ObjType::Cq,  ObjType::Pd, ObjType::Xrcd};
+    static const ObjType order[] = {ObjType::Flow, ObjType::Qp, ObjType::RwqIndTbl, ObjType::Wq,
+                                    ObjType::Srq,  ObjType::Ah, ObjType::Mw,        ObjType::Mr,
+                                    ObjType::Cq,   ObjType::Pd, ObjType::Xrcd};
     for (ObjType t : order) {
         std::vector<uint32_t> hs;
         for (const auto& [h, o] : c.objects)
@@ -1908,7 +1971,19 @@ void destroy_context(Context& c) {
             uint32_t ev;
             ib_uverbs_destroy_cq_resp cr;
             switch (t) {
-            case ObjType::Qp: destroy_qp(c, h, ev); break;
+            case ObjType::Flow: destroy_flow(c, h); break;
+            case ObjType::Qp:
+                c.get<Qp>(h, t)->usecnt = 0;
+                destroy_qp(c, h, ev);
+                break;
+            case ObjType::RwqIndTbl:
+                c.get<RwqIndTbl>(h, t)->usecnt = 0;
+                destroy_rwq_ind_tbl(c, h);
+                break;
+            case ObjType::Wq:
+                c.get<Wq>(h, t)->usecnt = 0;
+                destroy_wq(c, h, ev);
+                break;
             case ObjType::Srq:
                 c.get<Srq>(h, t)->usecnt = 0;
                 destroy_srq(c, h, ev);
@@ -1985,6 +2060,277 @@ void uverbs_dup(int oldfd, int newfd) {
     }
     fd_mark(newfd, k);
     UVSIM_TRACE("dup fd %d -> fd %d", oldfd, newfd);
+}
+
+// ------------------------------------------------- receive-side steering
+
+// An RSS QP: a raw packet QP made of a TIR over an indirection table (no
+// queues, no CQs of its own; it is never modified). mlx5_ib's checks of
+// mlx5_ib_create_qp_rss come first, then the core's.
+static int create_rss_qp(Context& c, const QpArgs& a, uint32_t& handle, QpCaps& caps, mlx5_ib_create_qp_resp& drv) {
+    if (a.qp_type != IBV_QPT_RAW_PACKET || !raw_eth_dev(*c.dev))
+        return -EOPNOTSUPP;
+    Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
+    RwqIndTbl* t = c.get<RwqIndTbl>(a.ind_tbl, ObjType::RwqIndTbl);
+    if (!pd || !t)
+        return -EINVAL;
+    // the core: no receive side and no send queue beside the table
+    if (a.max_recv_wr || a.max_recv_sge || a.has_srq || a.max_send_wr || a.create_flags)
+        return -EINVAL;
+    const mlx5_ib_create_qp_rss& u = a.rss;
+    if (a.drv_len < offsetof(mlx5_ib_create_qp_rss, comp_mask))
+        return -EINVAL;
+    if (a.drv_len >= offsetof(mlx5_ib_create_qp_rss, flags) && u.comp_mask)
+        return -EOPNOTSUPP;
+    for (uint8_t b : u.reserved)
+        if (b)
+            return -EOPNOTSUPP;
+    if (u.flags & ~uint32_t(MLX5_QP_FLAG_TIR_ALLOW_SELF_LB_UC | MLX5_QP_FLAG_TIR_ALLOW_SELF_LB_MC))
+        return -EOPNOTSUPP;  // tunnel offloads are not offered
+    if (u.rx_hash_fields_mask & (MLX5_RX_HASH_INNER | MLX5_RX_HASH_IPSEC_SPI))
+        return -EOPNOTSUPP;
+    if (u.rx_hash_function != MLX5_RX_HASH_FUNC_TOEPLITZ)
+        return -EOPNOTSUPP;
+    if (u.rx_key_len != 40)
+        return -EINVAL;  // the TIR's Toeplitz key is 40 bytes
+    const uint64_t f = u.rx_hash_fields_mask;
+    if (f & ~uint64_t(0xff))
+        return -EOPNOTSUPP;
+    if (!f && t->log_size)
+        return -EINVAL;  // no hashing: a table of one WQ only
+    const bool v4 = f & (MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4);
+    const bool v6 = f & (MLX5_RX_HASH_SRC_IPV6 | MLX5_RX_HASH_DST_IPV6);
+    const bool tcp = f & (MLX5_RX_HASH_SRC_PORT_TCP | MLX5_RX_HASH_DST_PORT_TCP);
+    const bool udp = f & (MLX5_RX_HASH_SRC_PORT_UDP | MLX5_RX_HASH_DST_PORT_UDP);
+    if ((v4 && v6) || (tcp && udp))
+        return -EINVAL;
+    auto qp = std::make_unique<Qp>();
+    qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
+    while (sim().qps.count(qp->qpn) || (qp->qpn & 0xffff) == 0)
+        qp->qpn = (sim().slot << 16) | (sim().next_qp++ & 0xffff);
+    qp->qp_type = IBV_QPT_RAW_PACKET;
+    qp->state = IBV_QPS_RESET;  // (it receives all the same: the TIR is ready)
+    qp->pd = pd;
+    qp->ind_tbl = t;
+    qp->rx_hash_fields = f;
+    memcpy(qp->rx_key, u.rx_hash_key, 40);
+    qp->user_handle = a.user_handle;
+    caps = {qp->qpn, 0, 0, 0, 0, 0};
+    // without DEVX (refused here) mlx5_ib reports no TIR number
+    memset(&drv, 0, sizeof drv);
+    drv.bfreg_index = kInvalidBfreg;
+    ++pd->usecnt;
+    ++t->usecnt;
+    Qp* raw = qp.get();
+    handle = c.add(std::move(qp));
+    sim().qps[raw->qpn] = raw;
+    UVSIM_TRACE("create_qp qpn 0x%x RSS over ind table %u (%u WQs) fields 0x%llx", raw->qpn, t->num,
+                unsigned(t->wqs.size()), (unsigned long long)f);
+    return 0;
+}
+
+int create_wq(Context& c, const WqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge, uint32_t& wqn) {
+    const DevCfg& d = *c.dev->cfg;
+    if (!raw_eth_dev(*c.dev))
+        return -EOPNOTSUPP;
+    if (a.wq_type != IBV_WQT_RQ)
+        return -EINVAL;
+    Pd* pd = c.get<Pd>(a.pd, ObjType::Pd);
+    Cq* cq = c.get<Cq>(a.cq, ObjType::Cq);
+    if (!pd || !cq)
+        return -EINVAL;
+    if (a.max_wr > d.max_qp_wr || a.max_sge > d.max_sge)
+        return -EINVAL;
+    if (a.create_flags)
+        return -EOPNOTSUPP;  // VLAN stripping, FCS scatter, delay drop, end padding: not offered
+    const mlx5_ib_create_wq& u = a.drv;
+    if (a.drv_len < offsetof(mlx5_ib_create_wq, single_stride_log_num_of_bytes))
+        return -EINVAL;
+    if (u.comp_mask)
+        return -EOPNOTSUPP;  // striding RQs are not offered
+    if (u.flags)
+        return -EOPNOTSUPP;  // (MLX5_WQ_FLAG_SIGNATURE: not modelled)
+    if (!is_pow2(u.rq_wqe_count) || u.rq_wqe_count > d.max_qp_wr || u.rq_wqe_shift < 4 || u.rq_wqe_shift > 12)
+        return -EINVAL;
+    if (int e = check_uidx(c, true, u.user_index))
+        return e;
+    const uint64_t size = uint64_t(u.rq_wqe_count) << u.rq_wqe_shift;
+    if (!app_range_ok(u.buf_addr, size, false) || !app_range_ok(u.db_addr, 8, true))
+        return -EFAULT;
+    if ((u.db_addr & 3) || (u.buf_addr & 63))
+        return -EINVAL;
+    auto w = std::make_unique<Wq>();
+    w->wqn = (sim().slot << 16) | 0x8000 | (sim().next_wq++ & 0x7fff);
+    while (sim().wqs.count(w->wqn))
+        w->wqn = (sim().slot << 16) | 0x8000 | (sim().next_wq++ & 0x7fff);
+    w->pd = pd;
+    w->cq = cq;
+    w->state = IBV_WQS_RESET;
+    w->buf = u.buf_addr;
+    w->dbrec = reinterpret_cast<uint32_t*>(u.db_addr);
+    w->wqe_cnt = u.rq_wqe_count;
+    w->wqe_shift = u.rq_wqe_shift;
+    w->uidx = u.user_index;
+    w->max_wr = a.max_wr;
+    w->max_sge = a.max_sge;
+    w->user_handle = a.user_handle;
+    max_wr = a.max_wr;
+    max_sge = a.max_sge;
+    wqn = w->wqn;
+    ++pd->usecnt;
+    ++cq->usecnt;
+    Wq* raw = w.get();
+    handle = c.add(std::move(w));
+    sim().wqs[raw->wqn] = raw;
+    UVSIM_TRACE("create_wq wqn 0x%x %u x %u buf 0x%llx db 0x%llx uidx 0x%x cq 0x%x", raw->wqn, raw->wqe_cnt,
+                1u << raw->wqe_shift, (unsigned long long)raw->buf, (unsigned long long)u.db_addr, raw->uidx, cq->cqn);
+    return 0;
+}
+
+int modify_wq(Context& c, const ib_uverbs_ex_modify_wq& m, size_t drv_len, const uint8_t* drv) {
+    Wq* w = c.get<Wq>(m.wq_handle, ObjType::Wq);
+    if (!w)
+        return -EINVAL;
+    if (!m.attr_mask || (m.attr_mask & ~uint32_t(IBV_WQ_ATTR_STATE | IBV_WQ_ATTR_CURR_STATE | IBV_WQ_ATTR_FLAGS)))
+        return -EINVAL;
+    // mlx5_ib_modify_wq: comp_mask and reserved zero
+    for (size_t i = 0; i < drv_len; ++i)
+        if (drv[i])
+            return -EOPNOTSUPP;
+    const uint32_t cur = (m.attr_mask & IBV_WQ_ATTR_CURR_STATE) ? m.curr_wq_state : w->state;
+    const uint32_t next = (m.attr_mask & IBV_WQ_ATTR_STATE) ? m.wq_state : cur;
+    if (cur > IBV_WQS_ERR || next > IBV_WQS_ERR)
+        return -EINVAL;
+    if ((m.attr_mask & IBV_WQ_ATTR_FLAGS) && (m.flags_mask & m.flags))
+        return -EOPNOTSUPP;  // no flag can be switched on
+    // the RQ state machine: RST -> RDY, RDY -> RDY/RST/ERR, ERR -> RST
+    if ((cur == IBV_WQS_RESET && next == IBV_WQS_ERR) || (cur == IBV_WQS_ERR && next == IBV_WQS_RDY))
+        return -EINVAL;
+    const uint8_t old = w->state;
+    w->state = static_cast<uint8_t>(next);
+    if (next == IBV_WQS_RESET)
+        w->ci = 0;  // the provider restarts its counter
+    if (next != IBV_WQS_RDY)
+        engine_wq_destroy(*w);
+    UVSIM_TRACE("modify_wq wqn 0x%x %u -> %u", w->wqn, old, w->state);
+    return 0;
+}
+
+int destroy_wq(Context& c, uint32_t handle, uint32_t& events) {
+    Wq* w = c.get<Wq>(handle, ObjType::Wq);
+    if (!w)
+        return -EINVAL;
+    if (w->usecnt)
+        return -EBUSY;  // in an indirection table
+    engine_wq_destroy(*w);
+    events = w->events_reported - drop_unread_async(c, w->user_handle);
+    --w->pd->usecnt;
+    --w->cq->usecnt;
+    sim().wqs.erase(w->wqn);
+    UVSIM_TRACE("destroy_wq wqn 0x%x", w->wqn);
+    c.objects.erase(handle);
+    return 0;
+}
+
+int create_rwq_ind_tbl(Context& c, uint32_t log_size, const uint32_t* wq_handles, uint32_t& handle, uint32_t& num) {
+    if (!raw_eth_dev(*c.dev))
+        return -EOPNOTSUPP;
+    if (log_size > IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE)
+        return -EINVAL;
+    auto t = std::make_unique<RwqIndTbl>();
+    t->log_size = log_size;
+    for (uint32_t i = 0; i < (1u << log_size); ++i) {
+        Wq* w = c.get<Wq>(wq_handles[i], ObjType::Wq);
+        if (!w)
+            return -EINVAL;
+        t->wqs.push_back(w);
+    }
+    for (Wq* w : t->wqs)
+        ++w->usecnt;
+    t->num = (sim().slot << 16) | (sim().next_ind_tbl++ & 0xffff);
+    num = t->num;
+    RwqIndTbl* raw = t.get();
+    handle = c.add(std::move(t));
+    UVSIM_TRACE("create_rwq_ind_tbl %u: %u WQs", raw->num, 1u << log_size);
+    return 0;
+}
+
+int destroy_rwq_ind_tbl(Context& c, uint32_t handle) {
+    RwqIndTbl* t = c.get<RwqIndTbl>(handle, ObjType::RwqIndTbl);
+    if (!t)
+        return -EINVAL;
+    if (t->usecnt)
+        return -EBUSY;  // an RSS QP uses it
+    for (Wq* w : t->wqs)
+        --w->usecnt;
+    c.objects.erase(handle);
+    return 0;
+}
+
+int create_flow(Context& c, uint32_t qph, const uint8_t* attr, size_t attr_len, uint32_t& handle) {
+    ib_uverbs_flow_attr fa;
+    if (attr_len < sizeof fa)
+        return -EINVAL;
+    memcpy(&fa, attr, sizeof fa);
+    if (fa.reserved[0] || fa.reserved[1])
+        return -EINVAL;
+    if (fa.flags & ~uint32_t(IBV_FLOW_ATTR_FLAGS_DONT_TRAP | IBV_FLOW_ATTR_FLAGS_EGRESS))
+        return -EINVAL;
+    // size: the bytes of the specs after the attribute
+    if (fa.size > attr_len - sizeof fa)
+        return -EINVAL;
+    Qp* qp = c.get<Qp>(qph, ObjType::Qp);
+    if (!qp)
+        return -EINVAL;
+    if (qp->qp_type != IBV_QPT_UD && qp->qp_type != IBV_QPT_RAW_PACKET)
+        return -EINVAL;
+    std::vector<FlowSpec> specs;
+    bool drop = false;
+    if (int e = decode_flow_specs(attr + sizeof fa, fa.size, fa.num_of_specs, specs, drop))
+        return e;
+    // mlx5_ib: rules on raw packet QPs (UD underlay steering is IPoIB's),
+    // ingress only, priorities 0..15 of the NIC's user range
+    if (qp->qp_type != IBV_QPT_RAW_PACKET || (fa.flags & IBV_FLOW_ATTR_FLAGS_EGRESS))
+        return -EOPNOTSUPP;
+    const DevCfg& d = *c.dev->cfg;
+    if (fa.port < 1 || fa.port > d.ports.size())
+        return -EINVAL;
+    if (!d.ports[fa.port - 1].ethernet)
+        return -EOPNOTSUPP;
+    if (fa.type > IBV_FLOW_ATTR_SNIFFER)
+        return -EINVAL;
+    if (fa.priority > 15 && fa.type == IBV_FLOW_ATTR_NORMAL)
+        return -ENOSPC;
+    if (fa.type != IBV_FLOW_ATTR_NORMAL && (!specs.empty() || drop || fa.flags))
+        return -EINVAL;  // the default and sniffer rules match everything they get
+    auto f = std::make_unique<Flow>();
+    f->qp = qp;
+    f->dev_index = c.dev->index;
+    f->type = fa.type;
+    f->priority = fa.priority;
+    f->port = fa.port;
+    f->flags = fa.flags;
+    f->drop = drop;
+    f->specs = std::move(specs);
+    f->seq = sim().next_flow_seq++;
+    ++qp->usecnt;
+    Flow* raw = f.get();
+    handle = c.add(std::move(f));
+    sim().flows.push_back(raw);
+    UVSIM_TRACE("create_flow %u: qpn 0x%x port %u type %u priority %u specs %zu%s", handle, qp->qpn, raw->port,
+                raw->type, raw->priority, raw->specs.size(), drop ? " drop" : "");
+    return 0;
+}
+
+int destroy_flow(Context& c, uint32_t handle) {
+    Flow* f = c.get<Flow>(handle, ObjType::Flow);
+    if (!f)
+        return -EINVAL;
+    --f->qp->usecnt;
+    auto& v = sim().flows;
+    v.erase(std::remove(v.begin(), v.end(), f), v.end());
+    c.objects.erase(handle);
+    return 0;
 }
 
 }  // namespace uvsim

@@ -13,6 +13,8 @@
 namespace uvsim {
 
 // ---- device / port
+// Raw packet QPs and receive steering are offered (an Ethernet port).
+bool raw_eth_dev(const Device& d);
 void fill_query_device(const Device& d, ib_uverbs_query_device_resp& r);
 void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r);
 void fill_mlx5_query_device(const Device& d, mlx5_ib_query_device_resp& r);
@@ -103,6 +105,11 @@ struct QpArgs {
     uint32_t create_flags = 0;
     mlx5_ib_create_qp drv{};
     size_t drv_len = 0;
+    // RSS QPs (raw packet over an RWQ indirection table): the table's handle
+    // and mlx5_ib_create_qp_rss, the driver data such a QP carries instead
+    bool has_ind_tbl = false;
+    uint32_t ind_tbl = 0;
+    mlx5_ib_create_qp_rss rss{};
 };
 struct QpCaps {
     uint32_t qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline;
@@ -114,6 +121,25 @@ int destroy_qp(Context& c, uint32_t handle, uint32_t& events);
 // OPEN_QP: a new handle on the XRC target QP `qpn` of the domain of handle
 // `xrcd` (EINVAL when the domain has no such QP or the type is not XRC_RECV).
 int open_qp(Context& c, uint32_t xrcd, uint32_t qpn, uint8_t qp_type, uint64_t user_handle, uint32_t& handle);
+
+// ---- receive WQs, RWQ indirection tables, flow rules (steering)
+struct WqArgs {
+    uint64_t user_handle = 0;
+    uint32_t wq_type = 0;  // IB_WQT_RQ only
+    uint32_t pd = 0, cq = 0, max_wr = 0, max_sge = 0, create_flags = 0;
+    mlx5_ib_create_wq drv{};
+    size_t drv_len = 0;
+};
+int create_wq(Context& c, const WqArgs& a, uint32_t& handle, uint32_t& max_wr, uint32_t& max_sge, uint32_t& wqn);
+// attr_mask: IB_WQ_STATE, IB_WQ_CUR_STATE, IB_WQ_FLAGS
+int modify_wq(Context& c, const ib_uverbs_ex_modify_wq& m, size_t drv_len, const uint8_t* drv);
+int destroy_wq(Context& c, uint32_t handle, uint32_t& events);
+int create_rwq_ind_tbl(Context& c, uint32_t log_size, const uint32_t* wq_handles, uint32_t& handle, uint32_t& num);
+int destroy_rwq_ind_tbl(Context& c, uint32_t handle);
+// attr: the command's ib_uverbs_flow_attr followed by its specs (attr_len
+// bytes in all)
+int create_flow(Context& c, uint32_t qp, const uint8_t* attr, size_t attr_len, uint32_t& handle);
+int destroy_flow(Context& c, uint32_t handle);
 
 // ---- multicast (UD)
 int attach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);

@@ -98,6 +98,11 @@ enum : uint8_t {
     // XRC target QP handed to the process owning the XRC SRQ it names
     // (dest_qpn: that SRQ's number, which carries the process's slot)
     kFlagXrcRelay = 32,
+    // A whole Ethernet frame (the payload) sent by a raw packet QP, to every
+    // process: all Ethernet ports of the simulated host share one segment.
+    // sgid[0..5]: the MAC of the port it left (which loops it back to
+    // other contexts); rkey and va: the sender's slot and context.
+    kFlagEthFrame = 64,
 };
 
 struct Packet {

@@ -316,7 +316,7 @@ TEST_F(Ioctl, UnknownObjectOrMethodIsEprotonosupport) {
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_PD, 7).run(f), -EPROTONOSUPPORT);
     // objects of this device with no ioctl methods
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_COMP_CHANNEL, 0).run(f), -EPROTONOSUPPORT);
-    EXPECT_EQ(Req(ar, UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_DESTROY).run(f), -EPROTONOSUPPORT);
+    EXPECT_EQ(Req(ar, UVERBS_OBJECT_FLOW_ACTION, UVERBS_METHOD_FLOW_ACTION_DESTROY).run(f), -EPROTONOSUPPORT);
     EXPECT_EQ(Req(ar, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC).run(f), -EPROTONOSUPPORT);
     // mlx5 driver objects and methods not offered
     EXPECT_EQ(Req(ar, MLX5_IB_OBJECT_DEVX, MLX5_IB_METHOD_DEVX_QUERY_EQN).run(f), -EPROTONOSUPPORT);

@@ -85,8 +85,8 @@ TEST_F(Write, UnknownCommands) {
         b.resize(16);
         EXPECT_EQ(run(b), -EOPNOTSUPP) << op;
     }
-    // extended: CREATE_FLOW and a number no kernel has
-    for (uint32_t op : {uint32_t(IB_USER_VERBS_EX_CMD_CREATE_FLOW), 0x70u}) {
+    // extended: MODIFY_CQ (moderation: not modelled) and a number no kernel has
+    for (uint32_t op : {uint32_t(IB_USER_VERBS_EX_CMD_MODIFY_CQ), 0x70u}) {
         uint64_t core[2] = {};
         EXPECT_EQ(run(ex_cmd(op, core, sizeof core, A(kResp), 16, nullptr, 0, 0)), -EOPNOTSUPP) << op;
     }
@@ -1221,4 +1221,353 @@ TEST_F(Write, XrcSrqAndQps) {
     ok(create_qp(A(kResp), t, drv));
     const uint32_t tq = resp<ib_uverbs_create_qp_resp>().qpn;
     ok(open_qp_cmd(A(kResp), y, tq));
+}
+
+// ------------------------------------------------- receive-side steering
+
+namespace {
+
+// The Microsoft RSS verification suite: its key, IPv4 flows with the hash
+// over the addresses and over addresses and TCP ports.
+const uint8_t kRssKey[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+                             0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+                             0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+// A minimal Ethernet + IPv4 + TCP/UDP frame.
+Bytes tcp_frame(const uint8_t src[4], const uint8_t dst[4], uint16_t sp, uint16_t dp, uint8_t proto = 6,
+                const uint8_t* dmac = nullptr) {
+    Bytes f(14 + 20 + 20, 0);
+    if (dmac)
+        memcpy(f.data(), dmac, 6);
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[14 + 8] = 64;
+    f[14 + 9] = proto;
+    memcpy(&f[14 + 12], src, 4);
+    memcpy(&f[14 + 16], dst, 4);
+    f[34] = uint8_t(sp >> 8), f[35] = uint8_t(sp);
+    f[36] = uint8_t(dp >> 8), f[37] = uint8_t(dp);
+    return f;
+}
+
+// A kernel flow spec: header, then value and mask of the filter.
+template <class F>
+void add_spec(Bytes& b, uint32_t type, const F& val, const F& mask, size_t filter_len = sizeof(F)) {
+    ib_uverbs_flow_spec_hdr h{type, static_cast<uint16_t>(sizeof h + 2 * filter_len), 0};
+    append(b, &h, sizeof h);
+    Bytes v(filter_len, 0), m(filter_len, 0);
+    memcpy(v.data(), &val, std::min(filter_len, sizeof(F)));
+    memcpy(m.data(), &mask, std::min(filter_len, sizeof(F)));
+    append(b, v.data(), v.size());
+    append(b, m.data(), m.size());
+}
+
+}  // namespace
+
+TEST(Steering, ToeplitzMatchesTheVerificationSuite) {
+    struct V {
+        uint8_t src[4], dst[4];
+        uint16_t sp, dp;
+        uint32_t ip, tcp;
+    };
+    const V v[] = {
+        {{66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766, 0x323e8fc2, 0x51ccc178},
+        {{199, 92, 111, 2}, {65, 69, 140, 83}, 14230, 4739, 0xd718262a, 0xc626b0ea},
+        {{24, 19, 198, 95}, {12, 22, 207, 184}, 12898, 38024, 0xd2d0a5de, 0x5c2b394a},
+        {{38, 27, 205, 30}, {209, 142, 163, 6}, 48228, 2217, 0x82989176, 0xafc7327f},
+        {{153, 39, 163, 191}, {202, 188, 127, 2}, 44251, 1303, 0x5d1809c5, 0x10e828a2},
+    };
+    for (const V& x : v) {
+        uint8_t in[12];
+        memcpy(in, x.src, 4);
+        memcpy(in + 4, x.dst, 4);
+        in[8] = uint8_t(x.sp >> 8), in[9] = uint8_t(x.sp), in[10] = uint8_t(x.dp >> 8), in[11] = uint8_t(x.dp);
+        EXPECT_EQ(uvsim::toeplitz(kRssKey, 40, in, 8), x.ip);
+        EXPECT_EQ(uvsim::toeplitz(kRssKey, 40, in, 12), x.tcp);
+        // the same through a frame and the QP's field selection
+        const Bytes f = tcp_frame(x.src, x.dst, x.sp, x.dp);
+        EXPECT_EQ(uvsim::rss_hash(f.data(), f.size(), MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4, kRssKey), x.ip);
+        EXPECT_EQ(uvsim::rss_hash(f.data(), f.size(),
+                                  MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4 | MLX5_RX_HASH_SRC_PORT_TCP |
+                                      MLX5_RX_HASH_DST_PORT_TCP,
+                                  kRssKey),
+                  x.tcp);
+        // UDP port fields do not apply to a TCP frame
+        EXPECT_EQ(uvsim::rss_hash(f.data(), f.size(),
+                                  MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4 | MLX5_RX_HASH_SRC_PORT_UDP, kRssKey),
+                  x.ip);
+    }
+}
+
+TEST(Steering, FlowSpecDecoding) {
+    std::vector<uvsim::FlowSpec> out;
+    bool drop = false;
+    ib_uverbs_flow_eth_filter ev{}, em{};
+    memset(em.dst_mac, 0xff, 6);
+    ev.dst_mac[0] = 2;
+    Bytes b;
+    add_spec(b, 0x20, ev, em);
+    ib_uverbs_flow_ipv4_filter iv{}, im{};
+    iv.dst_ip = htobe32(0x0a000001);
+    im.dst_ip = 0xffffffff;
+    add_spec(b, 0x30, iv, im, 8);  // the basic IPv4 filter: addresses only
+    ib_uverbs_flow_tcp_udp_filter tv{}, tm{};
+    tv.dst_port = htobe16(80);
+    tm.dst_port = 0xffff;
+    add_spec(b, 0x40, tv, tm);
+    EXPECT_EQ(uvsim::decode_flow_specs(b.data(), b.size(), 3, out, drop), 0);
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_FALSE(drop);
+    EXPECT_EQ(out[1].type, 0x30u);
+    EXPECT_EQ(out[1].mask[8], 0);  // proto etc.: not masked
+    // fewer bytes than the specs announce, more specs than bytes, bytes left
+    EXPECT_EQ(uvsim::decode_flow_specs(b.data(), b.size() - 4, 3, out, drop), -EINVAL);
+    EXPECT_EQ(uvsim::decode_flow_specs(b.data(), b.size(), 4, out, drop), -EINVAL);
+    EXPECT_EQ(uvsim::decode_flow_specs(b.data(), b.size(), 2, out, drop), -EINVAL);
+    // a filter longer than the kernel's: zero beyond it, else EINVAL
+    Bytes l;
+    add_spec(l, 0x40, tv, tm, 8);
+    EXPECT_EQ(uvsim::decode_flow_specs(l.data(), l.size(), 1, out, drop), 0);
+    l[8 + 6] = 1;  // a byte past the 4-byte value
+    EXPECT_EQ(uvsim::decode_flow_specs(l.data(), l.size(), 1, out, drop), -EINVAL);
+    // reserved header bits; unknown types; types this device does not offer
+    Bytes r = b;
+    r[6] = 1;
+    EXPECT_EQ(uvsim::decode_flow_specs(r.data(), r.size(), 3, out, drop), -EINVAL);
+    Bytes u;
+    add_spec(u, 0x77, tv, tm);
+    EXPECT_EQ(uvsim::decode_flow_specs(u.data(), u.size(), 1, out, drop), -EINVAL);
+    Bytes t;
+    add_spec(t, 0x50, tv, tm);  // VXLAN
+    EXPECT_EQ(uvsim::decode_flow_specs(t.data(), t.size(), 1, out, drop), -EOPNOTSUPP);
+    Bytes inner;
+    add_spec(inner, 0x120, ev, em);  // an inner ETH spec
+    EXPECT_EQ(uvsim::decode_flow_specs(inner.data(), inner.size(), 1, out, drop), -EOPNOTSUPP);
+    // the drop action: a header alone
+    Bytes d;
+    ib_uverbs_flow_spec_hdr h{0x1001, 8, 0};
+    append(d, &h, sizeof h);
+    out.clear();
+    EXPECT_EQ(uvsim::decode_flow_specs(d.data(), d.size(), 1, out, drop), 0);
+    EXPECT_TRUE(drop);
+    EXPECT_TRUE(out.empty());
+}
+
+TEST(Steering, MatchingAndPriorities) {
+    const uint8_t mac[6] = {2, 0, 0, 0, 0, 7};
+    const uint8_t s[4] = {1, 2, 3, 4}, dd[4] = {10, 0, 0, 1};
+    std::lock_guard<std::recursive_mutex> g(uvsim::sim().mu);
+    uvsim::Qp qa, qb, qc;
+    auto rule = [&](uvsim::Qp* qp, uint16_t prio, uint32_t l4, uint16_t dport) {
+        auto f = std::make_unique<uvsim::Flow>();
+        f->qp = qp;
+        f->dev_index = 5;
+        f->port = 1;
+        f->priority = prio;
+        f->seq = uvsim::sim().next_flow_seq++;
+        uvsim::FlowSpec e;
+        e.type = 0x20;
+        memcpy(e.val, mac, 6);
+        memset(e.mask, 0xff, 6);
+        f->specs.push_back(e);
+        if (l4) {
+            uvsim::FlowSpec ip;
+            ip.type = 0x30;
+            f->specs.push_back(ip);
+            uvsim::FlowSpec p;
+            p.type = l4;
+            p.val[0] = uint8_t(dport >> 8), p.val[1] = uint8_t(dport);
+            p.mask[0] = p.mask[1] = 0xff;
+            f->specs.push_back(p);
+        }
+        uvsim::sim().flows.push_back(f.get());
+        return f;
+    };
+    auto a = rule(&qa, 2, 0, 0);  // any frame to the MAC
+    auto b = rule(&qb, 1, 0x41, 4791);  // UDP to 4791
+    auto who = [&](const Bytes& f) {
+        std::vector<uvsim::Qp*> v;
+        for (uvsim::Flow* x : uvsim::steer_frame(5, 1, f.data(), f.size()))
+            v.push_back(x->qp);
+        return v;
+    };
+    using V = std::vector<uvsim::Qp*>;
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17, mac)), V{&qb});
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 6, mac)), V{&qa});
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4792, 17, mac)), V{&qa});
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17)), V{});  // another MAC
+    EXPECT_EQ(uvsim::steer_frame(5, 2, tcp_frame(s, dd, 1, 4791, 17, mac).data(), 54).size(), 0u);  // other port
+    // the same specs at one priority: both; DONT_TRAP passes the frame on
+    auto c = rule(&qc, 1, 0x41, 4791);
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17, mac)), (V{&qb, &qc}));
+    b->flags = IBV_FLOW_ATTR_FLAGS_DONT_TRAP;
+    c->flags = IBV_FLOW_ATTR_FLAGS_DONT_TRAP;
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17, mac)), (V{&qb, &qc, &qa}));
+    // a drop rule first takes the frame to nowhere; defaults and sniffers
+    b->flags = c->flags = 0;
+    b->drop = c->drop = true;
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17, mac)), V{});
+    auto sn = rule(&qc, 0, 0, 0);
+    sn->specs.clear();
+    sn->type = IBV_FLOW_ATTR_SNIFFER;
+    auto def = rule(&qb, 0, 0, 0);
+    def->specs.clear();
+    def->type = IBV_FLOW_ATTR_ALL_DEFAULT;
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17, mac)), V{&qc});  // dropped, seen by the sniffer
+    EXPECT_EQ(who(tcp_frame(s, dd, 1, 4791, 17)), (V{&qc, &qb}));  // no rule took it: the default
+    uvsim::sim().flows.clear();
+}
+
+TEST_F(Write, NoSteeringWithoutEthernet) {
+    context();
+    // an InfiniBand-only device: no raw packet QPs, WQs or tables
+    const uint32_t p = pd(), c = cq();
+    ib_uverbs_ex_create_wq w{};
+    w.wq_type = IBV_WQT_RQ;
+    w.pd_handle = p;
+    w.cq_handle = c;
+    w.max_wr = 16;
+    w.max_sge = 1;
+    mlx5_ib_create_wq d{};
+    d.buf_addr = A(buf(0x1000));
+    d.db_addr = A(db());
+    d.rq_wqe_count = 16;
+    d.rq_wqe_shift = 4;
+    uint8_t drv[(sizeof d + 7) / 8 * 8] = {};
+    memcpy(drv, &d, sizeof d);
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_WQ, &w, sizeof w, A(kResp), sizeof(ib_uverbs_ex_create_wq_resp),
+                         drv, sizeof drv, 8)),
+              -EOPNOTSUPP);
+}
+
+TEST_F(WriteRoce, WqTableRssQpAndFlowLifeCycle) {
+    context();
+    const uint32_t p = pd(), c = cq();
+    // two WQs
+    uint32_t wq[2];
+    for (uint32_t& h : wq) {
+        ib_uverbs_ex_create_wq w{};
+        w.wq_type = IBV_WQT_RQ;
+        w.pd_handle = p;
+        w.cq_handle = c;
+        w.max_wr = 16;
+        w.max_sge = 1;
+        mlx5_ib_create_wq d{};
+        d.buf_addr = A(buf(0x1000));
+        d.db_addr = A(db());
+        d.rq_wqe_count = 16;
+        d.rq_wqe_shift = 4;
+        uint8_t drv[(sizeof d + 7) / 8 * 8] = {};
+        memcpy(drv, &d, sizeof d);
+        auto mk = [&](const void* dp) {
+            return ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_WQ, &w, sizeof w, A(kResp), sizeof(ib_uverbs_ex_create_wq_resp),
+                          dp, sizeof drv, 8);
+        };
+        // a count that is no power of two; striding RQs
+        mlx5_ib_create_wq bad = d;
+        bad.rq_wqe_count = 12;
+        uint8_t bd[sizeof drv] = {};
+        memcpy(bd, &bad, sizeof bad);
+        EXPECT_EQ(run(mk(bd)), -EINVAL);
+        bad = d;
+        bad.comp_mask = MLX5_IB_CREATE_WQ_STRIDING_RQ;
+        memcpy(bd, &bad, sizeof bad);
+        EXPECT_EQ(run(mk(bd)), -EOPNOTSUPP);
+        ok(mk(drv));
+        auto r = resp<ib_uverbs_ex_create_wq_resp>();
+        EXPECT_EQ(r.max_wr, 16u);
+        EXPECT_NE(r.wqn, 0u);
+        h = r.wq_handle;
+    }
+    // RESET -> ERR is no transition; RESET -> RDY is
+    ib_uverbs_ex_modify_wq m{};
+    m.attr_mask = IBV_WQ_ATTR_STATE;
+    m.wq_handle = wq[0];
+    m.wq_state = IBV_WQS_ERR;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_MODIFY_WQ, &m, sizeof m, 0, 0, nullptr, 0, 0)), -EINVAL);
+    m.wq_state = IBV_WQS_RDY;
+    ok(ex_cmd(IB_USER_VERBS_EX_CMD_MODIFY_WQ, &m, sizeof m, 0, 0, nullptr, 0, 0));
+    // a table of the two (8-byte aligned handles), then one too large
+    uint32_t tb[4] = {0, 1, wq[0], wq[1]};  // comp_mask, log_ind_tbl_size, the handles
+    ok(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, tb, sizeof tb, A(kResp),
+              sizeof(ib_uverbs_ex_create_rwq_ind_table_resp), nullptr, 0, 0));
+    const uint32_t tbl = resp<ib_uverbs_ex_create_rwq_ind_table_resp>().ind_tbl_handle;
+    tb[1] = 14;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, tb, sizeof tb, A(kResp),
+                         sizeof(ib_uverbs_ex_create_rwq_ind_table_resp), nullptr, 0, 0)),
+              -EINVAL);
+    // an RSS QP over it: the key must be 40 bytes, the fields of one L3
+    // and one L4 protocol
+    ib_uverbs_ex_create_qp x{};
+    x.pd_handle = p;
+    x.qp_type = IBV_QPT_RAW_PACKET;
+    x.comp_mask = IB_UVERBS_CREATE_QP_MASK_IND_TABLE;
+    x.rwq_ind_tbl_handle = tbl;
+    mlx5_ib_create_qp_rss rss{};
+    rss.rx_hash_function = MLX5_RX_HASH_FUNC_TOEPLITZ;
+    rss.rx_key_len = 40;
+    memcpy(rss.rx_hash_key, kRssKey, 40);
+    rss.rx_hash_fields_mask = MLX5_RX_HASH_SRC_IPV4 | MLX5_RX_HASH_DST_IPV4;
+    auto mkqp = [&](const mlx5_ib_create_qp_rss& r) {
+        uint8_t drv[(sizeof r + 7) / 8 * 8] = {};
+        memcpy(drv, &r, sizeof r);
+        return ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_QP, &x, sizeof x, A(kResp), sizeof(ib_uverbs_ex_create_qp_resp), drv,
+                      sizeof drv, sizeof(mlx5_ib_create_qp_resp));
+    };
+    mlx5_ib_create_qp_rss bad = rss;
+    bad.rx_key_len = 32;
+    EXPECT_EQ(run(mkqp(bad)), -EINVAL);
+    bad = rss;
+    bad.rx_hash_fields_mask |= MLX5_RX_HASH_SRC_IPV6;
+    EXPECT_EQ(run(mkqp(bad)), -EINVAL);
+    bad = rss;
+    bad.rx_hash_fields_mask |= MLX5_RX_HASH_SRC_PORT_TCP | MLX5_RX_HASH_DST_PORT_UDP;
+    EXPECT_EQ(run(mkqp(bad)), -EINVAL);
+    bad = rss;
+    bad.comp_mask = 1;
+    EXPECT_EQ(run(mkqp(bad)), -EOPNOTSUPP);
+    ok(mkqp(rss));
+    const uint32_t rq = resp<ib_uverbs_ex_create_qp_resp>().base.qp_handle;
+    // a flow rule on it: ETH to a MAC
+    Bytes fl;
+    ib_uverbs_create_flow cf{};
+    cf.qp_handle = rq;
+    cf.flow_attr.num_of_specs = 1;
+    cf.flow_attr.port = 1;
+    cf.flow_attr.size = 40;
+    append(fl, &cf, sizeof cf);
+    ib_uverbs_flow_eth_filter ev{}, em{};
+    memset(em.dst_mac, 0xff, 6);
+    add_spec(fl, 0x20, ev, em);
+    ok(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_FLOW, fl.data(), fl.size(), A(kResp), sizeof(ib_uverbs_create_flow_resp),
+              nullptr, 0, 0));
+    const uint32_t flow = resp<ib_uverbs_create_flow_resp>().flow_handle;
+    // a rule on a port that is not there; on an RC QP
+    Bytes badport = fl;
+    reinterpret_cast<ib_uverbs_create_flow*>(badport.data())->flow_attr.port = 3;
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_FLOW, badport.data(), badport.size(), A(kResp), 8, nullptr, 0, 0)),
+              -EINVAL);
+    Bytes rc = fl;
+    reinterpret_cast<ib_uverbs_create_flow*>(rc.data())->qp_handle = qp(p, c);
+    EXPECT_EQ(run(ex_cmd(IB_USER_VERBS_EX_CMD_CREATE_FLOW, rc.data(), rc.size(), A(kResp), 8, nullptr, 0, 0)), -EINVAL);
+    // destroy order: each is held by the one above it
+    ib_uverbs_ex_destroy_rwq_ind_table dt{0, tbl};
+    ib_uverbs_ex_destroy_wq dw{0, wq[1]};
+    ib_uverbs_destroy_flow df{0, flow};
+    auto destroy_tbl = [&] {
+        return run(ex_cmd(IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL, &dt, sizeof dt, 0, 0, nullptr, 0, 0));
+    };
+    auto destroy_wq = [&] {
+        return run(ex_cmd(IB_USER_VERBS_EX_CMD_DESTROY_WQ, &dw, sizeof dw, A(kResp),
+                          sizeof(ib_uverbs_ex_destroy_wq_resp), nullptr, 0, 0));
+    };
+    EXPECT_EQ(run(destroy_qp(A(kResp), rq)), -EBUSY);
+    EXPECT_EQ(destroy_tbl(), -EBUSY);
+    EXPECT_EQ(destroy_wq(), -EBUSY);
+    ok(ex_cmd(IB_USER_VERBS_EX_CMD_DESTROY_FLOW, &df, sizeof df, 0, 0, nullptr, 0, 0));
+    ok(destroy_qp(A(kResp), rq));
+    EXPECT_EQ(destroy_wq(), -EBUSY);
+    EXPECT_GT(destroy_tbl(), 0);
+    EXPECT_GT(destroy_wq(), 0);
+    EXPECT_EQ(destroy_tbl(), -EINVAL);
 }

@@ -2301,6 +2301,539 @@ CASE(bad_wqe) {
     send_one(a, b, sb, rb, 4096, 1);
 }
 
+// ------------------------------------------------- raw Ethernet, RSS, flows
+//
+// Two devices with one Ethernet port each (UVERBS_SIM_DEVICES=2,
+// UVERBS_SIM_LINK=eth): raw packet QPs on mlx5_0 send whole frames, which
+// arrive at mlx5_1's port, where flow rules pick raw QPs or RSS QPs.
+
+// The Toeplitz hash, written independently of the emulator's: for each set
+// input bit, XOR the 32 key bits starting at that bit's position.
+uint32_t toeplitz_ref(const uint8_t* key, size_t klen, const uint8_t* in, size_t n) {
+    uint32_t h = 0;
+    for (size_t byte = 0; byte < n; ++byte)
+        for (int bit = 0; bit < 8; ++bit) {
+            if (!(in[byte] & (0x80 >> bit)))
+                continue;
+            uint64_t k = 0;  // key bytes byte..byte+4 as one number
+            for (size_t j = 0; j < 5; ++j)
+                k = k << 8 | (byte + j < klen ? key[byte + j] : 0);
+            h ^= static_cast<uint32_t>(k >> (8 - bit));
+        }
+    return h;
+}
+
+// The RSS key of Microsoft's verification suite.
+const uint8_t kMsKey[40] = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+                            0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+                            0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+// The hash input of an IPv4 TCP/UDP flow: source address, destination
+// address, source port, destination port, in network order.
+uint32_t flow_hash(uint32_t sip, uint32_t dip, uint16_t sp, uint16_t dp, bool ports) {
+    uint8_t in[12] = {uint8_t(sip >> 24), uint8_t(sip >> 16), uint8_t(sip >> 8), uint8_t(sip),
+                      uint8_t(dip >> 24), uint8_t(dip >> 16), uint8_t(dip >> 8), uint8_t(dip),
+                      uint8_t(sp >> 8),   uint8_t(sp),        uint8_t(dp >> 8),  uint8_t(dp)};
+    return toeplitz_ref(kMsKey, 40, in, ports ? 12 : 8);
+}
+
+uint32_t ip4(int a, int b, int c, int d) { return uint32_t(a) << 24 | uint32_t(b) << 16 | uint32_t(c) << 8 | d; }
+
+// The reference itself against the published vectors (IPv4, and IPv4
+// with TCP ports).
+void check_toeplitz_vectors() {
+    struct V {
+        uint32_t src, dst;
+        uint16_t sp, dp;
+        uint32_t ip_only, with_tcp;
+    };
+    const V v[] = {
+        {ip4(66, 9, 149, 187), ip4(161, 142, 100, 80), 2794, 1766, 0x323e8fc2, 0x51ccc178},
+        {ip4(199, 92, 111, 2), ip4(65, 69, 140, 83), 14230, 4739, 0xd718262a, 0xc626b0ea},
+        {ip4(24, 19, 198, 95), ip4(12, 22, 207, 184), 12898, 38024, 0xd2d0a5de, 0x5c2b394a},
+        {ip4(38, 27, 205, 30), ip4(209, 142, 163, 6), 48228, 2217, 0x82989176, 0xafc7327f},
+        {ip4(153, 39, 163, 191), ip4(202, 188, 127, 2), 44251, 1303, 0x5d1809c5, 0x10e828a2},
+    };
+    for (const V& x : v) {
+        CHECK_EQ(flow_hash(x.src, x.dst, x.sp, x.dp, false), x.ip_only);
+        CHECK_EQ(flow_hash(x.src, x.dst, x.sp, x.dp, true), x.with_tcp);
+    }
+}
+
+struct Mac {
+    uint8_t b[6];
+};
+const Mac kMacA{{0x02, 0x00, 0x00, 0x00, 0x0a, 0x01}};
+const Mac kMacB{{0x02, 0x00, 0x00, 0x00, 0x0b, 0x02}};
+const Mac kMacC{{0x02, 0x00, 0x00, 0x00, 0x0c, 0x03}};
+const Mac kMacSrc{{0x02, 0x00, 0x00, 0x00, 0x00, 0x99}};
+
+// An Ethernet frame: IPv4 + TCP/UDP when proto is 6/17, else ethertype
+// 0x88b5 (local experimental); the 4-byte id after the headers, then
+// filler up to len bytes.
+std::vector<uint8_t> frame(const Mac& dst, uint8_t proto, uint32_t sip, uint32_t dip, uint16_t sp, uint16_t dp,
+                           uint32_t id, size_t len) {
+    std::vector<uint8_t> f;
+    f.insert(f.end(), dst.b, dst.b + 6);
+    f.insert(f.end(), kMacSrc.b, kMacSrc.b + 6);
+    auto u16 = [&](uint16_t v) {
+        f.push_back(uint8_t(v >> 8));
+        f.push_back(uint8_t(v));
+    };
+    auto u32 = [&](uint32_t v) {
+        u16(uint16_t(v >> 16));
+        u16(uint16_t(v));
+    };
+    if (proto == 6 || proto == 17) {
+        u16(0x0800);
+        const size_t l4 = proto == 6 ? 20 : 8;
+        const size_t total = std::max(len, 14 + 20 + l4 + 4) - 14;
+        f.push_back(0x45);
+        f.push_back(0);
+        u16(uint16_t(total));
+        u16(uint16_t(id));
+        u16(0x4000);  // DF
+        f.push_back(64);
+        f.push_back(proto);
+        u16(0);  // checksum (not looked at)
+        u32(sip);
+        u32(dip);
+        u16(sp);
+        u16(dp);
+        if (proto == 6) {
+            u32(id);  // seq
+            u32(0);
+            u16(0x5010);
+            u16(0xffff);
+            u32(0);
+        } else {
+            u16(uint16_t(total - 20));
+            u16(0);
+        }
+    } else {
+        u16(0x88b5);
+    }
+    u32(id);
+    while (f.size() < len)
+        f.push_back(uint8_t(f.size() * 7 + id));
+    return f;
+}
+
+ibv_qp* mkraw(Dev& d, ibv_cq* scq, ibv_cq* rcq, uint32_t rwr = 64) {
+    ibv_qp_init_attr a{};
+    a.send_cq = scq;
+    a.recv_cq = rcq;
+    a.qp_type = IBV_QPT_RAW_PACKET;
+    a.cap.max_send_wr = 64;
+    a.cap.max_recv_wr = rwr;
+    a.cap.max_send_sge = 2;
+    a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = 64;
+    ibv_qp* qp = ibv_create_qp(d.pd, &a);
+    if (!qp)
+        die(__LINE__, "ibv_create_qp(RAW_PACKET): %s", strerror(errno));
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = d.port;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT));
+    m.qp_state = IBV_QPS_RTR;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE));
+    m.qp_state = IBV_QPS_RTS;
+    CHECK_OK(ibv_modify_qp(qp, &m, IBV_QP_STATE));
+    return qp;
+}
+
+// A flow rule: ETH (dst MAC, optional ethertype), then optional IPv4 (dst
+// address) and TCP/UDP (dst port) specs.
+struct Rule {
+    const Mac* dmac = nullptr;
+    uint16_t priority = 0;
+    uint32_t dip = 0;  // 0: no IPv4 spec
+    bool ipv4_any = false;  // an IPv4 spec with nothing masked
+    uint8_t l4 = 0;  // 6 TCP, 17 UDP, 0 none
+    uint16_t dport = 0;  // 0: L4 spec with nothing masked
+    uint32_t type = IBV_FLOW_ATTR_NORMAL;
+    uint32_t flags = 0;
+};
+
+ibv_flow* mkflow(ibv_qp* qp, const Rule& r, uint8_t port = 1) {
+    struct {
+        ibv_flow_attr attr;
+        ibv_flow_spec_eth eth;
+        ibv_flow_spec_ipv4 ip;
+        ibv_flow_spec_tcp_udp l4;
+    } a;
+    memset(&a, 0, sizeof a);
+    a.attr.type = static_cast<ibv_flow_attr_type>(r.type);
+    a.attr.priority = r.priority;
+    a.attr.port = port;
+    a.attr.flags = r.flags;
+    size_t size = sizeof a.attr;
+    if (r.dmac) {
+        a.attr.num_of_specs = 1;
+        a.eth.type = IBV_FLOW_SPEC_ETH;
+        a.eth.size = sizeof a.eth;
+        memcpy(a.eth.val.dst_mac, r.dmac->b, 6);
+        memset(a.eth.mask.dst_mac, 0xff, 6);
+        size += sizeof a.eth;
+        if (r.dip || r.ipv4_any) {
+            ++a.attr.num_of_specs;
+            a.ip.type = IBV_FLOW_SPEC_IPV4;
+            a.ip.size = sizeof a.ip;
+            a.ip.val.dst_ip = htobe32(r.dip);
+            a.ip.mask.dst_ip = r.dip ? 0xffffffffu : 0;
+            size += sizeof a.ip;
+            if (r.l4) {
+                ++a.attr.num_of_specs;
+                a.l4.type = r.l4 == 6 ? IBV_FLOW_SPEC_TCP : IBV_FLOW_SPEC_UDP;
+                a.l4.size = sizeof a.l4;
+                a.l4.val.dst_port = htobe16(r.dport);
+                a.l4.mask.dst_port = r.dport ? 0xffff : 0;
+                size += sizeof a.l4;
+            }
+        }
+    }
+    a.attr.size = static_cast<uint16_t>(size);
+    ibv_flow* f = ibv_create_flow(qp, &a.attr);
+    if (!f)
+        die(__LINE__, "ibv_create_flow: %s", strerror(errno));
+    return f;
+}
+
+struct RawEnds {
+    Dev d0, d1;
+    ibv_cq* tx_cq;
+    ibv_qp* tx;
+    Buf tb;
+};
+
+RawEnds raw_ends() {
+    RawEnds e{open_dev("mlx5_0"), open_dev("mlx5_1"), nullptr, nullptr, {}};
+    if (!is_eth(e.d0) || !is_eth(e.d1))
+        die(__LINE__, "needs Ethernet ports (UVERBS_SIM_LINK=eth)");
+    e.tx_cq = mkcq(e.d0, 256);
+    e.tx = mkraw(e.d0, e.tx_cq, e.tx_cq, 1);
+    e.tb = mkbuf(e.d0.pd, 1 << 16);
+    return e;
+}
+
+// Sends one frame from the transmitting QP (split over two SGEs when it is
+// long enough, inline when asked) and checks its completion.
+void send_frame(RawEnds& e, const std::vector<uint8_t>& f, uint64_t id, bool inl = false) {
+    memcpy(e.tb.p, f.data(), f.size());
+    std::vector<ibv_sge> sg;
+    const uint32_t n = static_cast<uint32_t>(f.size());
+    if (n > 100 && !inl)
+        sg = {sge(e.tb, 0, 60), sge(e.tb, 60, n - 60)};
+    else
+        sg = {sge(e.tb, 0, n)};
+    Q q;
+    q.qp = e.tx;
+    post(q, {.wr_id = id, .sges = sg, .flags = IBV_SEND_SIGNALED | (inl ? unsigned(IBV_SEND_INLINE) : 0u)});
+    ibv_wc wc = POLL1(e.tx_cq);
+    CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+    CHECK_EQ(wc.opcode, IBV_WC_SEND);
+    CHECK_EQ(wc.wr_id, id);
+    CHECK_EQ(wc.qp_num, e.tx->qp_num);
+}
+
+void raw_recv(ibv_qp* qp, Buf& b, size_t off, uint32_t len, uint64_t id) {
+    Q q;
+    q.qp = qp;
+    post_recv(q, id, {sge(b, off, len)});
+}
+
+// The next frame on cq: what it says and its bytes.
+void expect_frame(int line, ibv_cq* cq, uint32_t qpn, Buf& b, size_t slot, const std::vector<uint8_t>& f,
+                  uint64_t wr_id) {
+    ibv_wc wc = poll1(line, cq);
+    if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != f.size() || wc.wr_id != wr_id ||
+        wc.qp_num != qpn)
+        die(line, "receive: status %d opcode %d byte_len %u wr_id 0x%llx qp_num 0x%x; want 0 128 %zu 0x%llx 0x%x",
+            wc.status, wc.opcode, wc.byte_len, (unsigned long long)wc.wr_id, wc.qp_num, f.size(),
+            (unsigned long long)wr_id, qpn);
+    same(line, b.p + slot, f.data(), f.size(), "received frame");
+}
+
+CASE(raw_mac_rule) {
+    RawEnds e = raw_ends();
+    ibv_cq* rcq_b = mkcq(e.d1, 256);
+    ibv_cq* rcq_c = mkcq(e.d1, 256);
+    ibv_cq* scq = mkcq(e.d1, 16);
+    ibv_qp* b = mkraw(e.d1, scq, rcq_b);
+    ibv_qp* c = mkraw(e.d1, scq, rcq_c);
+    Buf rb = mkbuf(e.d1.pd, 64 * 2048), rc = mkbuf(e.d1.pd, 64 * 2048);
+    for (int i = 0; i < 32; ++i) {
+        raw_recv(b, rb, size_t(i) * 2048, 2048, 100 + i);
+        raw_recv(c, rc, size_t(i) * 2048, 2048, 200 + i);
+    }
+    // no rule: a raw QP receives nothing
+    send_frame(e, frame(kMacB, 17, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 1, 64), 1);
+    POLL_NONE(rcq_b, 100);
+    POLL_NONE(rcq_c, 1);
+    ibv_flow* fb = mkflow(b, {.dmac = &kMacB});
+    ibv_flow* fc = mkflow(c, {.dmac = &kMacC});
+    // a QP with a rule on it stays (the rule holds it)
+    CHECK_EQ(ibv_destroy_qp(b), EBUSY);
+    int nb = 0, nc = 0;
+    const size_t lens[] = {60, 64, 128, 1000, 1514, 61, 2048};
+    for (int i = 0; i < 21; ++i) {
+        const Mac& to = i % 3 == 0 ? kMacB : i % 3 == 1 ? kMacC : kMacA;
+        const size_t len = lens[i % 7];
+        const std::vector<uint8_t> f = i % 2
+            ? frame(to, 6, ip4(10, 1, 0, uint8_t(i)), ip4(10, 2, 0, 1), 1000 + i, 80, 1000 + i, len)
+            : frame(to, 0, 0, 0, 0, 0, 1000 + i, len);
+        send_frame(e, f, 10 + i, len <= 64);  // the small ones inline
+        if (&to == &kMacB) {
+            expect_frame(__LINE__, rcq_b, b->qp_num, rb, size_t(nb) * 2048, f, 100 + nb);
+            ++nb;
+        } else if (&to == &kMacC) {
+            expect_frame(__LINE__, rcq_c, c->qp_num, rc, size_t(nc) * 2048, f, 200 + nc);
+            ++nc;
+        }
+    }
+    POLL_NONE(rcq_b, 100);  // the frames to kMacA went nowhere
+    POLL_NONE(rcq_c, 1);
+    CHECK_EQ(nb, 7);
+    CHECK_EQ(nc, 7);
+    // the port a frame leaves loops it back to the rules of other contexts
+    // (transport domains), never to the sender's own
+    Dev d2 = open_dev("mlx5_0");
+    ibv_cq* lcq = mkcq(d2, 16);
+    ibv_cq* own_cq = mkcq(e.d0, 16);
+    ibv_qp* l = mkraw(d2, lcq, lcq);
+    ibv_qp* own = mkraw(e.d0, own_cq, own_cq);
+    Buf lb = mkbuf(d2.pd, 4096), ob = mkbuf(e.d0.pd, 4096);
+    raw_recv(l, lb, 0, 2048, 300);
+    raw_recv(own, ob, 0, 2048, 400);
+    ibv_flow* fl = mkflow(l, {.dmac = &kMacA});
+    ibv_flow* fo = mkflow(own, {.dmac = &kMacA});
+    const std::vector<uint8_t> lf = frame(kMacA, 17, ip4(10, 0, 0, 1), ip4(10, 0, 0, 3), 5, 6, 55, 300);
+    send_frame(e, lf, 55);
+    expect_frame(__LINE__, lcq, l->qp_num, lb, 0, lf, 300);
+    POLL_NONE(own_cq, 100);
+    POLL_NONE(rcq_b, 1);
+    CHECK_OK(ibv_destroy_flow(fl));
+    CHECK_OK(ibv_destroy_flow(fo));
+    CHECK_OK(ibv_destroy_flow(fc));
+    send_frame(e, frame(kMacC, 0, 0, 0, 0, 0, 77, 200), 77);
+    POLL_NONE(rcq_c, 100);  // its rule is gone
+    CHECK_OK(ibv_destroy_flow(fb));
+    send_frame(e, frame(kMacB, 0, 0, 0, 0, 0, 78, 200), 78);
+    POLL_NONE(rcq_b, 100);
+    CHECK_OK(ibv_destroy_qp(b));
+    CHECK_OK(ibv_destroy_qp(c));
+}
+
+struct Rss {
+    std::vector<ibv_cq*> cqs;
+    std::vector<ibv_wq*> wqs;
+    std::vector<Buf> bufs;
+    ibv_rwq_ind_table* tbl = nullptr;
+    ibv_qp* qp = nullptr;
+};
+
+Rss mkrss(Dev& d, int log_n, uint64_t fields) {
+    Rss r;
+    const int n = 1 << log_n;
+    for (int i = 0; i < n; ++i) {
+        r.cqs.push_back(mkcq(d, 256));
+        ibv_wq_init_attr wa{};
+        wa.wq_type = IBV_WQT_RQ;
+        wa.max_wr = 128;
+        wa.max_sge = 1;
+        wa.pd = d.pd;
+        wa.cq = r.cqs.back();
+        wa.wq_context = reinterpret_cast<void*>(uintptr_t(i));
+        ibv_wq* w = ibv_create_wq(d.ctx, &wa);
+        if (!w)
+            die(__LINE__, "ibv_create_wq: %s", strerror(errno));
+        ibv_wq_attr m{};
+        m.attr_mask = IBV_WQ_ATTR_STATE;
+        m.wq_state = IBV_WQS_RDY;
+        CHECK_OK(ibv_modify_wq(w, &m));
+        r.wqs.push_back(w);
+        r.bufs.push_back(mkbuf(d.pd, 128 * 2048));
+        for (int k = 0; k < 128; ++k) {
+            ibv_sge s = sge(r.bufs.back(), size_t(k) * 2048, 2048);
+            ibv_recv_wr wr{}, *bad = nullptr;
+            wr.wr_id = uint64_t(i) << 16 | k;
+            wr.sg_list = &s;
+            wr.num_sge = 1;
+            CHECK_OK(ibv_post_wq_recv(w, &wr, &bad));
+        }
+    }
+    ibv_rwq_ind_table_init_attr ta{};
+    ta.log_ind_tbl_size = static_cast<uint32_t>(log_n);
+    ta.ind_tbl = r.wqs.data();
+    r.tbl = ibv_create_rwq_ind_table(d.ctx, &ta);
+    if (!r.tbl)
+        die(__LINE__, "ibv_create_rwq_ind_table: %s", strerror(errno));
+    ibv_qp_init_attr_ex qa{};
+    qa.qp_type = IBV_QPT_RAW_PACKET;
+    qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+    qa.pd = d.pd;
+    qa.rwq_ind_tbl = r.tbl;
+    qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+    qa.rx_hash_conf.rx_hash_key_len = 40;
+    qa.rx_hash_conf.rx_hash_key = const_cast<uint8_t*>(kMsKey);
+    qa.rx_hash_conf.rx_hash_fields_mask = fields;
+    r.qp = ibv_create_qp_ex(d.ctx, &qa);
+    if (!r.qp)
+        die(__LINE__, "ibv_create_qp_ex(RSS): %s", strerror(errno));
+    return r;
+}
+
+CASE(rss_toeplitz) {
+    check_toeplitz_vectors();
+    RawEnds e = raw_ends();
+    constexpr int kLog = 3, kN = 1 << kLog;
+    Rss r = mkrss(e.d1, kLog,
+                  IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP);
+    // the rule: TCP to 10.9.0.1 port 80 at kMacB goes to the RSS QP; the rest
+    // to kMacB (UDP, other ports) to a raw QP at a lower priority
+    ibv_flow* f1 = mkflow(r.qp, {.dmac = &kMacB, .priority = 0, .dip = ip4(10, 9, 0, 1), .l4 = 6, .dport = 80});
+    ibv_cq* ocq = mkcq(e.d1, 256);
+    ibv_qp* other = mkraw(e.d1, ocq, ocq, 128);
+    Buf ob = mkbuf(e.d1.pd, 128 * 2048);
+    for (int k = 0; k < 100; ++k)
+        raw_recv(other, ob, size_t(k) * 2048, 2048, 5000 + k);
+    ibv_flow* f2 = mkflow(other, {.dmac = &kMacB, .priority = 1});
+    std::vector<int> got(kN, 0);
+    int n_other = 0;
+    std::vector<int> per_wq(kN, 0);
+    for (int i = 0; i < 96; ++i) {
+        const uint32_t sip = ip4(192, 168, uint8_t(i / 7), uint8_t(i * 37));
+        const uint16_t sp = uint16_t(1024 + i * 611);
+        const bool match = i % 4 != 3;
+        const uint8_t proto = i % 8 == 3 ? 17 : 6;
+        const uint16_t dport = match ? 80 : (proto == 6 ? 443 : 80);
+        const std::vector<uint8_t> f =
+            frame(kMacB, proto, sip, ip4(10, 9, 0, 1), sp, dport, 7000 + i, 64 + size_t(i) * 13);
+        send_frame(e, f, 7000 + i);
+        if (!match) {
+            expect_frame(__LINE__, ocq, other->qp_num, ob, size_t(n_other) * 2048, f, 5000 + n_other);
+            ++n_other;
+            continue;
+        }
+        const int want = static_cast<int>(flow_hash(sip, ip4(10, 9, 0, 1), sp, dport, true) & (kN - 1));
+        ++per_wq[want];
+        // exactly that WQ's CQ has it
+        uint64_t end = ms_now() + 5000;
+        int at = -1;
+        ibv_wc wc{};
+        while (at < 0 && ms_now() < end) {
+            for (int w = 0; w < kN && at < 0; ++w)
+                if (ibv_poll_cq(r.cqs[w], 1, &wc) == 1)
+                    at = w;
+        }
+        if (at < 0)
+            die(__LINE__, "frame %d (want WQ %d) never arrived", i, want);
+        if (at != want)
+            die(__LINE__, "frame %d landed in WQ %d, the hash says %d", i, at, want);
+        CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        CHECK_EQ(wc.opcode, IBV_WC_RECV);
+        CHECK_EQ(wc.byte_len, f.size());
+        CHECK_EQ(wc.wr_id, (uint64_t(at) << 16) | got[at]);
+        same(__LINE__, r.bufs[at].p + size_t(got[at]) * 2048, f.data(), f.size(), "frame in its WQ");
+        ++got[at];
+    }
+    for (int w = 0; w < kN; ++w)
+        POLL_NONE(r.cqs[w], w ? 1 : 100);
+    POLL_NONE(ocq, 1);
+    CHECK_EQ(n_other, 24);
+    int used = 0;
+    for (int w = 0; w < kN; ++w)
+        used += per_wq[w] > 0;
+    CHECK(used >= kN / 2);  // the flows really spread
+    // destroy order: the rule holds the QP, the QP the table, the table its WQs
+    CHECK_EQ(ibv_destroy_rwq_ind_table(r.tbl), EBUSY);
+    CHECK_EQ(ibv_destroy_wq(r.wqs[0]), EBUSY);
+    CHECK_EQ(ibv_destroy_qp(r.qp), EBUSY);
+    CHECK_OK(ibv_destroy_flow(f1));
+    CHECK_OK(ibv_destroy_qp(r.qp));
+    CHECK_EQ(ibv_destroy_wq(r.wqs[0]), EBUSY);
+    CHECK_OK(ibv_destroy_rwq_ind_table(r.tbl));
+    for (ibv_wq* w : r.wqs)
+        CHECK_OK(ibv_destroy_wq(w));
+    CHECK_OK(ibv_destroy_flow(f2));
+    CHECK_OK(ibv_destroy_qp(other));
+}
+
+CASE(flow_priority) {
+    RawEnds e = raw_ends();
+    ibv_cq* cx = mkcq(e.d1, 256);
+    ibv_cq* cy = mkcq(e.d1, 256);
+    ibv_cq* cz = mkcq(e.d1, 256);
+    ibv_qp* x = mkraw(e.d1, cx, cx);
+    ibv_qp* y = mkraw(e.d1, cy, cy);
+    ibv_qp* z = mkraw(e.d1, cz, cz);
+    Buf bx = mkbuf(e.d1.pd, 64 * 2048), by = mkbuf(e.d1.pd, 64 * 2048), bz = mkbuf(e.d1.pd, 64 * 2048);
+    for (int i = 0; i < 32; ++i) {
+        raw_recv(x, bx, size_t(i) * 2048, 2048, 100 + i);
+        raw_recv(y, by, size_t(i) * 2048, 2048, 200 + i);
+        raw_recv(z, bz, size_t(i) * 2048, 2048, 300 + i);
+    }
+    int nx = 0, ny = 0, nz = 0;
+    auto only = [&](int line, ibv_qp* who, const std::vector<uint8_t>& f) {
+        if (who == x)
+            expect_frame(line, cx, x->qp_num, bx, size_t(nx) * 2048, f, 100 + nx), ++nx;
+        if (who == y)
+            expect_frame(line, cy, y->qp_num, by, size_t(ny) * 2048, f, 200 + ny), ++ny;
+        if (who == z)
+            expect_frame(line, cz, z->qp_num, bz, size_t(nz) * 2048, f, 300 + nz), ++nz;
+        poll_none(line, cx, who == x ? 20 : 50);
+        poll_none(line, cy, 1);
+        poll_none(line, cz, 1);
+    };
+    // X: any frame to kMacB (priority 2); Y: UDP to port 4791 (priority 1)
+    ibv_flow* fx = mkflow(x, {.dmac = &kMacB, .priority = 2});
+    ibv_flow* fy = mkflow(y, {.dmac = &kMacB, .priority = 1, .ipv4_any = true, .l4 = 17, .dport = 4791});
+    auto udp = [&](uint16_t dport, uint32_t id) {
+        return frame(kMacB, 17, ip4(1, 2, 3, 4), ip4(5, 6, 7, 8), 999, dport, id, 100);
+    };
+    std::vector<uint8_t> f = udp(4791, 1);
+    send_frame(e, f, 1);
+    only(__LINE__, y, f);  // both match: the lower number wins
+    f = udp(4792, 2);
+    send_frame(e, f, 2);
+    only(__LINE__, x, f);  // only X's matches
+    f = frame(kMacB, 6, ip4(1, 2, 3, 4), ip4(5, 6, 7, 8), 999, 4791, 3, 100);
+    send_frame(e, f, 3);
+    only(__LINE__, x, f);  // TCP, not UDP
+    // Z at priority 0 for IPv4 to 5.6.7.8: takes both
+    ibv_flow* fz = mkflow(z, {.dmac = &kMacB, .priority = 0, .dip = ip4(5, 6, 7, 8)});
+    f = udp(4791, 4);
+    send_frame(e, f, 4);
+    only(__LINE__, z, f);
+    f = frame(kMacB, 0, 0, 0, 0, 0, 5, 80);  // not IPv4: Z's rule does not match
+    send_frame(e, f, 5);
+    only(__LINE__, x, f);
+    CHECK_OK(ibv_destroy_flow(fz));
+    f = udp(4791, 6);
+    send_frame(e, f, 6);
+    only(__LINE__, y, f);  // Y again
+    // two rules with the same specs at one priority: one steering entry,
+    // both QPs get the frame
+    ibv_flow* fz2 = mkflow(z, {.dmac = &kMacB, .priority = 1, .ipv4_any = true, .l4 = 17, .dport = 4791});
+    f = udp(4791, 7);
+    send_frame(e, f, 7);
+    expect_frame(__LINE__, cy, y->qp_num, by, size_t(ny) * 2048, f, 200 + ny), ++ny;
+    expect_frame(__LINE__, cz, z->qp_num, bz, size_t(nz) * 2048, f, 300 + nz), ++nz;
+    POLL_NONE(cx, 50);
+    CHECK_OK(ibv_destroy_flow(fz2));
+    CHECK_OK(ibv_destroy_flow(fy));
+    CHECK_OK(ibv_destroy_flow(fx));
+    f = udp(4791, 8);
+    send_frame(e, f, 8);
+    POLL_NONE(cx, 100);
+    POLL_NONE(cy, 1);
+    POLL_NONE(cz, 1);
+    CHECK_EQ(nx, 3);
+    CHECK_EQ(ny, 3);
+    CHECK_EQ(nz, 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
