@@ -1670,8 +1670,13 @@ int main(void) {
 
     printf("CQ sizes\n");
     int cqes[] = {1, 2, 100, 4096, 65535, (1 << 24) - 1, 1 << 24, 0, -1};
+    /* 2^24 - 1 entries: both libraries allocate and initialise the whole
+       1 GiB ring before the kernel refuses it, some 5 s under emulation;
+       once (the case list's first run sets DATA_PATH_HUGE_CQ) is enough. */
+    const int huge = getenv("DATA_PATH_HUGE_CQ") != NULL;
     for (size_t i = 0; i < sizeof(cqes) / sizeof(cqes[0]); i++)
-        cq_case(&e, cqes[i]);
+        if (huge || cqes[i] != (1 << 24) - 1)
+            cq_case(&e, cqes[i]);
     cq_ex_case(&e, "standard", IBV_WC_STANDARD_FLAGS, 0, 0);
     cq_ex_case(&e, "timestamp", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, 0, 0);
     cq_ex_case(&e, "wall-clock timestamp", IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, 0, 0);

@@ -6,7 +6,7 @@
 # with 64- and 128-byte CQEs and without, the polling back-off, where the
 # rings live: MLX_*_ALLOC_TYPE).
 exec "$(dirname "$0")/twin.sh" "$@" <<'CASES'
--
+- DATA_PATH_HUGE_CQ=1
 roce.conf
 - MLX5_CQE_SIZE=128
 - MLX5_SCATTER_TO_CQE=0
