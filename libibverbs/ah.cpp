@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include <netinet/ip.h>
 
+#include <netinet/in.h>
+
 #include <cstring>
 
 using namespace rdma::verbs;
@@ -87,6 +89,11 @@ int init_ah_from_wc(ibv_context* context, uint8_t port_num, const ibv_wc* wc, co
         ah_attr->grh.flow_label = vtf & 0xfffff;
         ah_attr->grh.traffic_class = static_cast<uint8_t>((vtf >> 20) & 0xff);
         ah_attr->grh.hop_limit = 0xff;
+        // An IPv6 header of a RoCE v2 datagram (next header UDP) answers
+        // from the port's RoCE v2 GID, an IB GRH (next header 0x1b) from its
+        // RoCE v1 one; the same address is usually at both indexes. (IB
+        // ports have neither type: the search below falls back to any.)
+        type = grh->next_hdr == IPPROTO_UDP ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
     }
     int idx = find_gid_index(context, port_num, local, type);
     if (idx < 0 && type >= 0)
