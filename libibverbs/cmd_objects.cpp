@@ -843,7 +843,7 @@ int Context::cmd_create_wq(ibv_wq_init_attr* attr, ibv_wq* wq, const Udata& u) {
     return 0;
 }
 
-int Context::cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr) {
+int Context::cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr, const Udata& u) {
     ib_uverbs_ex_modify_wq cmd{};
     cmd.attr_mask = attr->attr_mask;
     cmd.wq_handle = wq->handle;
@@ -852,7 +852,8 @@ int Context::cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr) {
     cmd.flags = attr->flags;
     cmd.flags_mask = attr->flags_mask;
     struct None {};
-    if (int e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_MODIFY_WQ, cmd, static_cast<None*>(nullptr), 0))
+    if (int e = write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_MODIFY_WQ, cmd, static_cast<None*>(nullptr), 0,
+                             nullptr, 0, u.in, u.in_len))
         return e;
     if (attr->attr_mask & IBV_WQ_ATTR_STATE)
         wq->state = attr->wq_state;

@@ -365,7 +365,7 @@ public:
     // WQ_CREATE (EX_CREATE_WQ fallback): wq's public fields filled, attr's
     // max_wr/max_sge updated with what the kernel granted.
     int cmd_create_wq(ibv_wq_init_attr* attr, ibv_wq* wq, const Udata& u = {});
-    int cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr);
+    int cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr, const Udata& u = {});
     int cmd_destroy_wq(ibv_wq* wq);  // waits until the app acked every event
     int cmd_create_rwq_ind_table(const ibv_rwq_ind_table_init_attr* attr, ibv_rwq_ind_table* table);
     int cmd_destroy_rwq_ind_table(ibv_rwq_ind_table* table);
@@ -459,8 +459,7 @@ int destroy_object(T* obj, Destroy&& destroy) {
 
 // A flow rule as the kernel reads it (ib_uverbs_flow_attr and its specs)
 // from the application's ibv_flow_attr and the specs after it: 0, EINVAL
-// (a spec of unknown type or too small for its type, more bytes than the
-// attribute says), or EOPNOTSUPP (specs naming flow actions or counters,
+// (a spec of unknown type or too small for its type), or EOPNOTSUPP (specs naming flow actions or counters,
 // which this library has no objects for yet).
 int flow_attr_to_kern(const ibv_flow_attr& attr, std::vector<uint8_t>& out);
 

@@ -74,16 +74,17 @@ int flow_attr_to_kern(const ibv_flow_attr& attr, std::vector<uint8_t>& out) {
     k.num_of_specs = attr.num_of_specs;
     k.port = attr.port;
     k.flags = attr.flags;
+    // The specs follow the attribute, each as long as its size says. The
+    // attribute's own size is not a bound: the reference walks num_of_specs
+    // by the specs' sizes alone, and programs (pyverbs among them) leave it
+    // at sizeof(ibv_flow_attr).
     const auto* at = reinterpret_cast<const uint8_t*>(&attr + 1);
-    size_t left = attr.size >= sizeof(ibv_flow_attr) ? attr.size - sizeof(ibv_flow_attr) : 0;
     for (unsigned i = 0; i < attr.num_of_specs; ++i) {
-        if (left < sizeof(uint32_t) + sizeof(uint16_t))
-            return EINVAL;
         uint32_t type;
         uint16_t size;
         std::memcpy(&type, at, sizeof(type));
         std::memcpy(&size, at + offsetof(ibv_flow_spec_eth, size), sizeof(size));
-        if (size > left || size < sizeof(uint32_t) + sizeof(uint16_t))
+        if (size < sizeof(uint32_t) + sizeof(uint16_t))
             return EINVAL;
         const size_t pos = out.size();
         switch (type) {
@@ -121,7 +122,8 @@ int flow_attr_to_kern(const ibv_flow_attr& attr, std::vector<uint8_t>& out) {
         }
         }
         at += size;
-        left -= size;
+        if (out.size() - sizeof(ib_uverbs_flow_attr) > 0xffff)
+            return EINVAL;
     }
     // (the kernel's size counts the specs alone; each of its specs is a
     // whole number of 8-byte words)

@@ -184,6 +184,13 @@ public:
     ibv_xrcd* open_xrcd(ibv_xrcd_init_attr* attr) override;
     int close_xrcd(ibv_xrcd* xrcd) override;
     ibv_qp* open_qp(ibv_qp_open_attr* attr) override;
+    ibv_wq* create_wq(ibv_wq_init_attr* attr) override;
+    int modify_wq(ibv_wq* wq, ibv_wq_attr* attr) override;
+    int destroy_wq(ibv_wq* wq) override;
+    ibv_rwq_ind_table* create_rwq_ind_table(ibv_rwq_ind_table_init_attr* attr) override;
+    int destroy_rwq_ind_table(ibv_rwq_ind_table* table) override;
+    ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* attr) override;
+    int destroy_flow(ibv_flow* flow) override;
     int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) override;
     int query_srq(ibv_srq* srq, ibv_srq_attr* attr) override;
     int destroy_srq(ibv_srq* srq) override;
@@ -301,6 +308,8 @@ private:
     Mlx5Qp* new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags);
     // An XRC target QP: no queues of its own, in a domain.
     Mlx5Qp* new_xrc_target(ibv_qp_init_attr_ex* attr);
+    // An RSS QP: receives through an indirection table's WQs, no queues.
+    Mlx5Qp* new_rss_qp(ibv_qp_init_attr_ex* attr);
     // Basic and XRC SRQs (the attributes checked by the caller).
     struct Mlx5Srq* new_srq(ibv_srq_init_attr_ex* attr);
     // What every QP asks of the kernel unless mlx5dv says otherwise: that
@@ -524,6 +533,7 @@ struct Mlx5Qp {
     Mlx5Wq sq;
     Mlx5Wq rq;
     DmaBuf buf;  // RQ, then SQ
+    DmaBuf sq_buf;  // a raw packet QP's SQ, which the device takes apart
     DmaBuf dbrec_buf;
     volatile __be32* db;  // [0] receive counter, [1] send counter
     uint8_t* sq_end;

@@ -39,6 +39,11 @@ struct XrcSeg {
     uint8_t reserved[12];
 };
 constexpr uint32_t kXrcSize = sizeof(XrcSeg);
+// A raw packet send's Ethernet segment, which carries the frame's first
+// kEthInlineHdr bytes (the L2 header) for the device to parse.
+constexpr uint32_t kEthSegSize = sizeof(mlx5_wqe_eth_seg);
+constexpr uint32_t kEthInlineHdr = 18;
+static_assert(kEthSegSize == 32 && offsetof(mlx5_wqe_eth_seg, inline_hdr_start) + kEthInlineHdr == kEthSegSize);
 static_assert(kXrcSize == 16);
 // Legacy ibv_post_send knows the opcodes up to IBV_WR_DRIVER1.
 constexpr int kOpcodeCount = IBV_WR_DRIVER1 + 1;
@@ -69,7 +74,7 @@ uint64_t supported_send_ops(ibv_qp_type type) {
     case IBV_QPT_XRC_SEND: return kRcSendOps | kBindOps;
     case IBV_QPT_UC: return kUcSendOps | kBindOps;
     case IBV_QPT_UD: return kUdSendOps;
-    default: return 0;
+    default: return 0;  // (raw packet QPs: ibv_post_send only, so far)
     }
 }
 
@@ -86,13 +91,15 @@ uint32_t sq_overhead(ibv_qp_type type, uint64_t ops) {
         const uint32_t xrc = kSegSize + kXrcSize + ((ops & kAtomicOps) ? 2 : 1) * kSegSize;
         return op > xrc ? op : xrc;
     }
+    if (type == IBV_QPT_RAW_PACKET)
+        return kSegSize + kEthSegSize;
     return type == IBV_QPT_UD ? op + kAvSize : op;
 }
 
 // The reference's default set: RC and UC everything up to a memory window
 // bind, UD sends (and TSO).
 uint64_t default_send_ops(ibv_qp_type type) {
-    return type == IBV_QPT_UD ? uint64_t(IBV_QP_EX_WITH_SEND) : kRcSendOps | kBindOps;
+    return type == IBV_QPT_UD || type == IBV_QPT_RAW_PACKET ? uint64_t(IBV_QP_EX_WITH_SEND) : kRcSendOps | kBindOps;
 }
 
 struct Sizes {
@@ -314,10 +321,11 @@ inline void bf_copy(const Mlx5Qp& qp, uint8_t* dst, const uint8_t* wqe, uint32_t
 
 Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_ops, uint32_t drv_flags) {
     if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD &&
-        attr->qp_type != IBV_QPT_XRC_SEND) {
-        errno = EOPNOTSUPP;  // raw packet and DC QPs come later
+        attr->qp_type != IBV_QPT_XRC_SEND && attr->qp_type != IBV_QPT_RAW_PACKET) {
+        errno = EOPNOTSUPP;  // DC QPs come later
         return nullptr;
     }
+    const bool raw = attr->qp_type == IBV_QPT_RAW_PACKET;
     // An XRC initiator sends only: its receives land in SRQs at the target.
     if (attr->qp_type == IBV_QPT_XRC_SEND)
         attr->cap.max_recv_wr = attr->cap.max_recv_sge = 0;
@@ -363,13 +371,19 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
             q.sq.lock.disable();
             q.rq.lock.disable();
         }
-        if (int e = q.buf.alloc(sz.rq_bytes + sz.sq_bytes, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
+        // (a raw packet QP's SQ is a buffer of its own: the kernel makes it
+        // a separate send queue object of the device)
+        const size_t own = raw ? sz.rq_bytes : sz.rq_bytes + sz.sq_bytes;
+        if (int e = q.buf.alloc(own ? own : MLX5_SEND_WQE_BB, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
             return e;
+        if (raw && sz.sq_bytes)
+            if (int e = q.sq_buf.alloc(sz.sq_bytes, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
+                return e;
         if (int e = q.dbrec_buf.alloc(64, dbrec_source(q.parent)))
             return e;
         q.db = reinterpret_cast<volatile __be32*>(q.dbrec_buf.get());
         q.rq.start = q.buf.get();
-        q.sq.start = q.buf.get() + sz.rq_bytes;
+        q.sq.start = raw ? q.sq_buf.get() : q.buf.get() + sz.rq_bytes;
         q.sq_end = q.sq.start + sz.sq_bytes;
         q.max_inline = sz.has_sq ? sz.max_inline : 0;
         q.fm_base = q.fm_table = fm_base_table(attr->sq_sig_all);
@@ -388,6 +402,8 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         req.rq_wqe_shift = sz.rq_wqe_cnt ? sz.rq_wqe_shift : 0;
         req.uidx = q.uidx;
         req.flags = drv_flags;
+        if (raw)
+            req.sq_buf_addr = reinterpret_cast<uintptr_t>(q.sq_buf.get());
         // Doorbells go to the thread domain's own register; with dynamic
         // UARs, to one of the context's pools; else to the static register
         // the kernel picks.
@@ -512,8 +528,8 @@ ibv_qp* Mlx5Context::dv_create_qp(ibv_qp_init_attr_ex* attr, const mlx5dv_qp_ini
 // The extended attributes this provider takes so far: a PD, no creation
 // flags, and the ibv_wr_* send operations of the QP's transport.
 ibv_qp* Mlx5Context::create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_flags) {
-    if (attr->qp_type == IBV_QPT_XRC_RECV) {
-        Mlx5Qp* qp = new_xrc_target(attr);
+    if (attr->qp_type == IBV_QPT_XRC_RECV || (attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE)) {
+        Mlx5Qp* qp = attr->qp_type == IBV_QPT_XRC_RECV ? new_xrc_target(attr) : new_rss_qp(attr);
         return qp ? qp->vqp.qp() : nullptr;
     }
     if (int e = check_legacy_qp_attr(*attr, supported_send_ops(attr->qp_type))) {
@@ -521,6 +537,10 @@ ibv_qp* Mlx5Context::create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_fl
         return nullptr;
     }
     const bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    if (wr_api && attr->qp_type == IBV_QPT_RAW_PACKET) {
+        errno = EOPNOTSUPP;  // the ibv_wr_* builders know no Ethernet segment yet
+        return nullptr;
+    }
     ibv_qp_init_attr a = legacy_qp_attr(*attr);
     Mlx5Qp* qp = new_qp(attr->pd, &a, wr_api ? attr->send_ops_flags : 0, drv_flags);
     attr->cap = a.cap;
@@ -887,6 +907,54 @@ struct WqeBuilder {
     return 0;
 }
 
+// A raw packet send after its control segment: the Ethernet segment with
+// the frame's first kEthInlineHdr bytes (gathered from the SGEs), then the
+// rest of the frame, inline or as data segments that start where the
+// header ended. 0, EINVAL (not a send, or a frame shorter than an L2
+// header) or ENOMEM (more inline data than the QP takes).
+[[gnu::noinline]] int post_raw(WqeBuilder& b, const ibv_send_wr& wr, bool inl) {
+    if (wr.opcode != IBV_WR_SEND)
+        return EINVAL;
+    auto* eth = reinterpret_cast<mlx5_wqe_eth_seg*>(b.seg);
+    std::memset(eth, 0, sizeof(*eth));
+    eth->inline_hdr_sz = htobe16(kEthInlineHdr);
+    uint8_t* hdr = eth->inline_hdr_start;
+    uint32_t need = kEthInlineHdr;
+    int i = 0;
+    uint32_t off = 0;  // into sg_list[i], once the header is taken
+    for (; i < wr.num_sge && need; ++i) {
+        const ibv_sge& s = wr.sg_list[i];
+        const uint32_t k = std::min(need, s.length);
+        std::memcpy(hdr, reinterpret_cast<const void*>(static_cast<uintptr_t>(s.addr)), k);
+        hdr += k;
+        need -= k;
+        if (k < s.length) {
+            off = k;
+            break;
+        }
+    }
+    if (need)
+        return EINVAL;
+    b.seg += kEthSegSize;
+    b.size += kEthSegSize / kSegSize;
+    const int first = i;
+    const auto rest = [&](int j) {
+        const ibv_sge& s = wr.sg_list[j];
+        const uint32_t skip = j == first ? off : 0;
+        return ibv_data_buf{reinterpret_cast<void*>(static_cast<uintptr_t>(s.addr + skip)), s.length - skip};
+    };
+    if (inl)
+        return b.inline_data(static_cast<size_t>(wr.num_sge - first),
+                             [&](size_t k) { return rest(first + static_cast<int>(k)); })
+            ? 0
+            : ENOMEM;
+    for (int j = first; j < wr.num_sge; ++j) {
+        const ibv_data_buf p = rest(j);
+        b.data(wr.sg_list[j].lkey, reinterpret_cast<uintptr_t>(p.addr), static_cast<uint32_t>(p.length), false);
+    }
+    return 0;
+}
+
 __be32 imm_of(const ibv_send_wr& wr) {
     if (wr.opcode == IBV_WR_SEND_WITH_IMM || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
         return wr.imm_data;
@@ -966,20 +1034,31 @@ template <bool kUmr>
         const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
         WqeCursor cur;
         WqeBuilder b(*qp, cur, true);
-        if (type == IBV_QPT_UD) {
-            mlx5_wqe_av* av = b.av();
-            std::memcpy(av, &to_mah(wr->wr.ud.ah)->av, sizeof(*av));
-            av->dqp_dct = htobe32(wr->wr.ud.remote_qpn | MLX5_EXTENDED_UD_AV);
-            av->key.qkey.qkey = htobe32(wr->wr.ud.remote_qkey);
-        } else if (type == IBV_QPT_XRC_SEND) [[unlikely]] {
-            b.xrc(wr->qp_type.xrc.remote_srqn);
-            if (atomic) {
-                b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
-                b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
-                         wr->wr.atomic.compare_add, wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP);
-            } else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-                       wr->opcode == IBV_WR_RDMA_READ) {
-                b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
+        // (RC and UC pay one test here for the other transports)
+        if (type >= IBV_QPT_UD) {
+            if (type == IBV_QPT_UD) {
+                mlx5_wqe_av* av = b.av();
+                std::memcpy(av, &to_mah(wr->wr.ud.ah)->av, sizeof(*av));
+                av->dqp_dct = htobe32(wr->wr.ud.remote_qpn | MLX5_EXTENDED_UD_AV);
+                av->key.qkey.qkey = htobe32(wr->wr.ud.remote_qkey);
+            } else if (type == IBV_QPT_XRC_SEND) {
+                b.xrc(wr->qp_type.xrc.remote_srqn);
+                if (atomic) {
+                    b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
+                    b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
+                             wr->wr.atomic.compare_add, wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP);
+                } else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+                           wr->opcode == IBV_WR_RDMA_READ) {
+                    b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
+                }
+            } else {  // a raw packet QP: the Ethernet segment, then the rest of the frame
+                if ((err = post_raw(b, *wr, inl)))
+                    break;
+                b.finish(op, wr->send_flags, imm_of(*wr), wr->wr_id, nreq);
+                last_ctrl = cur.ctrl;
+                last_size = cur.size;
+                last_inline = inl;
+                continue;
             }
         } else if (atomic && type == IBV_QPT_RC) {
             b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
