@@ -978,6 +978,48 @@ struct Posted {
 template <bool kUmr>
 int post_list(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done);
 
+// A raw packet QP's list, from `wr` on (`done`: what is posted of it
+// already): sends only, each an Ethernet segment and the rest of its frame
+// (post_raw). The ordinary loop hands over on its first raw WR, under the
+// test it makes for XRC anyway, so that it carries none of this.
+[[gnu::noinline, gnu::cold]] int post_raw_rest(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done) {
+    Mlx5Qp* qp = to_mqp(ibqp);
+    Mlx5Wq& sq = qp->sq;
+    int err = 0;
+    uint32_t nreq = done.nreq;
+    uint8_t* last_ctrl = done.last_ctrl;
+    uint32_t last_size = done.last_size;
+    bool last_inline = done.last_inline;
+    for (; wr; wr = wr->next, ++nreq) {
+        if (wr->opcode < 0 || wr->opcode >= kOpcodeCount) {
+            err = EINVAL;
+            break;
+        }
+        if (wq_overflow(sq, nreq, ibqp->send_cq)) {
+            err = ENOMEM;
+            break;
+        }
+        if (wr->num_sge < 0 || wr->num_sge > sq.post_gs) {
+            err = ENOMEM;
+            break;
+        }
+        const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
+        WqeCursor cur;
+        WqeBuilder b(*qp, cur, true);
+        if ((err = post_raw(b, *wr, inl)))
+            break;
+        b.finish(kOps[wr->opcode], wr->send_flags, 0, wr->wr_id, nreq);
+        last_ctrl = cur.ctrl;
+        last_size = cur.size;
+        last_inline = inl;
+    }
+    if (err)
+        *bad_wr = wr;
+    if (nreq)
+        ring_send_doorbell(*qp, last_ctrl, last_size, nreq, last_inline);
+    return err;
+}
+
 // A list that reached a memory window operation carries on here with what
 // it posted so far: the ordinary loop never builds a UMR WQE.
 [[gnu::noinline, gnu::cold]] int post_list_with_umr(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done) {
@@ -1034,31 +1076,22 @@ template <bool kUmr>
         const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
         WqeCursor cur;
         WqeBuilder b(*qp, cur, true);
-        // (RC and UC pay one test here for the other transports)
-        if (type >= IBV_QPT_UD) {
-            if (type == IBV_QPT_UD) {
-                mlx5_wqe_av* av = b.av();
-                std::memcpy(av, &to_mah(wr->wr.ud.ah)->av, sizeof(*av));
-                av->dqp_dct = htobe32(wr->wr.ud.remote_qpn | MLX5_EXTENDED_UD_AV);
-                av->key.qkey.qkey = htobe32(wr->wr.ud.remote_qkey);
-            } else if (type == IBV_QPT_XRC_SEND) {
-                b.xrc(wr->qp_type.xrc.remote_srqn);
-                if (atomic) {
-                    b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
-                    b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
-                             wr->wr.atomic.compare_add, wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP);
-                } else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
-                           wr->opcode == IBV_WR_RDMA_READ) {
-                    b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
-                }
-            } else {  // a raw packet QP: the Ethernet segment, then the rest of the frame
-                if ((err = post_raw(b, *wr, inl)))
-                    break;
-                b.finish(op, wr->send_flags, imm_of(*wr), wr->wr_id, nreq);
-                last_ctrl = cur.ctrl;
-                last_size = cur.size;
-                last_inline = inl;
-                continue;
+        if (type == IBV_QPT_UD) {
+            mlx5_wqe_av* av = b.av();
+            std::memcpy(av, &to_mah(wr->wr.ud.ah)->av, sizeof(*av));
+            av->dqp_dct = htobe32(wr->wr.ud.remote_qpn | MLX5_EXTENDED_UD_AV);
+            av->key.qkey.qkey = htobe32(wr->wr.ud.remote_qkey);
+        } else if (type > IBV_QPT_UD) [[unlikely]] {  // XRC initiator or raw packet
+            if (type == IBV_QPT_RAW_PACKET)
+                return post_raw_rest(ibqp, wr, bad_wr, Posted{nreq, last_ctrl, last_size, last_inline});
+            b.xrc(wr->qp_type.xrc.remote_srqn);
+            if (atomic) {
+                b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
+                b.atomic(wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : wr->wr.atomic.compare_add,
+                         wr->wr.atomic.compare_add, wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP);
+            } else if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+                       wr->opcode == IBV_WR_RDMA_READ) {
+                b.raddr(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
             }
         } else if (atomic && type == IBV_QPT_RC) {
             b.raddr(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
