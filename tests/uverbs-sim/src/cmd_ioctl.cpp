@@ -1249,8 +1249,8 @@ int run(Context& c, uint64_t arg) {
     std::vector<ib_uverbs_attr> ua(hdr.num_attrs);
     if (!ua.empty() && !app_read(ua.data(), uattrs, ua.size() * sizeof ua[0]))
         return -EFAULT;
-    if (c.dev->fatal && !m->destroys())
-        return -EIO;  // as on the write path: after a fatal error only clean-up works
+    if (c.dev->removed || (c.dev->fatal && !m->destroys()))
+        return -EIO;  // as on the write path: after a fatal error only clean-up works; once removed, nothing
     Bundle b{c, uattrs, *m, {}};
     for (size_t i = 0; i < ua.size(); ++i)
         if (int e = decode_attr(b, ua[i], i))

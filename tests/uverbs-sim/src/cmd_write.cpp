@@ -780,6 +780,8 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
     const uint32_t op = hdr.command & IB_USER_VERBS_CMD_COMMAND_MASK;
     if (fd_kind(c.fd) != FdKind::Uverbs)
         return -EBADF;
+    if (c.dev->removed)
+        return -EIO;  // disassociated: its objects went with the device
     if (c.dev->fatal && op != IB_USER_VERBS_CMD_DESTROY_QP && op != IB_USER_VERBS_CMD_DESTROY_CQ &&
         op != IB_USER_VERBS_CMD_DESTROY_SRQ && op != IB_USER_VERBS_CMD_DEALLOC_PD && op != IB_USER_VERBS_CMD_DEREG_MR &&
         op != IB_USER_VERBS_CMD_DESTROY_AH && op != IB_USER_VERBS_CMD_DEALLOC_MW &&

@@ -253,6 +253,8 @@ std::string set_fault_key(FaultCfg& f, const std::string& k, const std::string& 
         f.fatal_after_ms = n;
     else if (k == "drop_every")
         f.drop_every = n;
+    else if (k == "remove_after_ms")
+        f.remove_after_ms = n;
     else
         return "unknown fault '" + k + "'";
     return "";

@@ -2585,6 +2585,18 @@ void device_fatal() {
     UVSIM_TRACE("fault: device fatal");
 }
 
+// Hot-unplug: as a fatal error (every QP to error, DEVICE_FATAL to every
+// context), then the kernel's disassociation: no command works any more
+// and the device leaves sysfs and /dev.
+void device_removed() {
+    device_fatal();
+    for (Device& d : sim().devices) {
+        d.removed = true;
+        sysfs_remove_device(d.index, d.cfg->name);
+    }
+    UVSIM_TRACE("fault: devices removed");
+}
+
 bool step() {
     bool work = false;
     // a snapshot (work may destroy QPs), kept between rounds: no allocation
@@ -2619,6 +2631,10 @@ bool step() {
     if (fatal && g_first_ctx_ns && !sim().devices.empty() && !sim().devices[0].fatal &&
         now_ns() - g_first_ctx_ns >= fatal * 1000000ull)
         device_fatal();
+    const uint64_t remove = cfg().faults.remove_after_ms;
+    if (remove && g_first_ctx_ns && !sim().devices.empty() && !sim().devices[0].removed &&
+        now_ns() - g_first_ctx_ns >= remove * 1000000ull)
+        device_removed();
     return work;
 }
 

@@ -107,6 +107,9 @@ struct FaultCfg {
     uint64_t fatal_after_ms = 0;
     // Drop every Nth packet the wire sends (RC retransmits recover); 0 = off.
     uint64_t drop_every = 0;
+    // The devices are removed (hot-unplugged) this many milliseconds after
+    // the first context; 0 = off.
+    uint64_t remove_after_ms = 0;
 };
 
 struct Config {
@@ -507,6 +510,10 @@ struct Device {
     int index = 0;
     const DevCfg* cfg = nullptr;
     bool fatal = false;
+    // Hot-unplugged: the kernel disassociated every context of it, so every
+    // command answers EIO (clean-up too: its objects are already gone), and
+    // it left sysfs and /dev.
+    bool removed = false;
     std::vector<uint8_t> port_state;  // current state per port (1-based index - 1)
 };
 
@@ -565,6 +572,10 @@ void uverbs_dup(int oldfd, int newfd);
 
 // Sysfs/dev view (sysfs.cpp): the tree root and path mapping.
 const std::string& tree_root();
+// A removed device leaves the tree: its class/infiniband entry, its
+// uverbs class entry and its /dev node (for every process of the run
+// directory, as a removal is the host's).
+void sysfs_remove_device(int index, const std::string& name);
 // If path names something the emulator provides, the real path in the
 // tree; else empty.
 std::string map_path(const char* path);

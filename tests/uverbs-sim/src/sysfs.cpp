@@ -294,6 +294,16 @@ bool has_prefix(const char* path, const char* prefix, size_t& plen) {
 
 }  // namespace
 
+void sysfs_remove_device(int index, const std::string& name) {
+    const std::string& root = tree_root();
+    if (root.empty())
+        return;
+    const std::string uv = "uverbs" + std::to_string(index);
+    for (const std::string& dir : {root + "/sys/class/infiniband/" + name, root + "/sys/class/infiniband_verbs/" + uv})
+        nftw(dir.c_str(), rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    unlink((root + "/dev/infiniband/" + uv).c_str());
+}
+
 const std::string& tree_root() {
     static const std::string* root = new std::string(make_tree());  // outlives exit()
     return *root;

@@ -1623,6 +1623,62 @@ CASE(fault_fatal) {
     CHECK(ibv_query_device(d.ctx, &da) != 0);
 }
 
+// The device hot-unplugged under the program (UVERBS_SIM_FAULTS=
+// remove_after_ms=300; the kernel disassociates its contexts): the
+// DEVICE_FATAL event, every command failing with EIO, the device gone from
+// the list, and clean-up answering as RDMAV_ALLOW_DISASSOC_DESTROY says
+// (set: success; not set: EIO, the objects left as they were).
+CASE(device_removed) {
+    const bool allow = getenv("RDMAV_ALLOW_DISASSOC_DESTROY") != nullptr;
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    CHECK(list != nullptr);
+    CHECK_EQ(n, 1);
+    ibv_context* ctx = ibv_open_device(list[0]);
+    CHECK(ctx != nullptr);
+    ibv_pd* pd = ibv_alloc_pd(ctx);
+    ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+    CHECK(pd && cq);
+    static uint8_t mem[4096];
+    ibv_mr* mr = ibv_reg_mr(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap = {4, 4, 1, 1, 0};
+    ibv_qp* qp = ibv_create_qp(pd, &qa);
+    CHECK(mr && qp);
+    pollfd pf{ctx->async_fd, POLLIN, 0};
+    CHECK_EQ(poll(&pf, 1, 5000), 1);
+    ibv_async_event ev;
+    CHECK_OK(ibv_get_async_event(ctx, &ev));
+    CHECK_EQ(ev.event_type, IBV_EVENT_DEVICE_FATAL);
+    ibv_ack_async_event(&ev);
+    // nothing reaches the device any more
+    errno = 0;
+    CHECK(ibv_alloc_pd(ctx) == nullptr);
+    CHECK_EQ(errno, EIO);
+    ibv_port_attr pa;
+    CHECK_EQ(ibv_query_port(ctx, 1, &pa), EIO);
+    ibv_qp_attr ma{};
+    ma.qp_state = IBV_QPS_INIT;
+    ma.port_num = 1;
+    CHECK_EQ(ibv_modify_qp(qp, &ma, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EIO);
+    // and the device has left the list
+    int m = -1;
+    ibv_device** now = ibv_get_device_list(&m);
+    CHECK(now != nullptr);
+    CHECK_EQ(m, 0);
+    ibv_free_device_list(now);
+    // clean-up
+    const int want = allow ? 0 : EIO;
+    CHECK_EQ(ibv_destroy_qp(qp), want);
+    CHECK_EQ(ibv_dereg_mr(mr), want);
+    CHECK_EQ(ibv_destroy_cq(cq), want);
+    CHECK_EQ(ibv_dealloc_pd(pd), want);
+    CHECK_EQ(ibv_close_device(ctx), 0);
+    ibv_free_device_list(list);
+}
+
 CASE(cq_overrun) {
     Dev d = open_dev("mlx5_0");
     QpOpts o;
