@@ -978,6 +978,20 @@ struct Posted {
 template <bool kUmr>
 int post_list(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done);
 
+// Why a send WR cannot go in as the nreq-th of its list, as the reference
+// checks in this order: an opcode legacy posting does not know (EINVAL), a
+// full SQ, more SGEs than the QP takes or a queue not open (ENOMEM); 0
+// when it can.
+[[gnu::always_inline]] inline int send_wr_unfit(Mlx5Wq& sq, const ibv_send_wr& wr, uint32_t nreq, ibv_cq* cq) {
+    if (wr.opcode < 0 || wr.opcode >= kOpcodeCount) [[unlikely]]
+        return EINVAL;
+    if (wq_overflow(sq, nreq, cq)) [[unlikely]]
+        return ENOMEM;
+    if (wr.num_sge < 0 || wr.num_sge > sq.post_gs) [[unlikely]]
+        return ENOMEM;
+    return 0;
+}
+
 // A raw packet QP's list, from `wr` on (`done`: what is posted of it
 // already): sends only, each an Ethernet segment and the rest of its frame
 // (post_raw). The ordinary loop hands over on its first raw WR, under the
@@ -991,18 +1005,8 @@ int post_list(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr, Posted done);
     uint32_t last_size = done.last_size;
     bool last_inline = done.last_inline;
     for (; wr; wr = wr->next, ++nreq) {
-        if (wr->opcode < 0 || wr->opcode >= kOpcodeCount) {
-            err = EINVAL;
+        if ((err = send_wr_unfit(sq, *wr, nreq, ibqp->send_cq)))
             break;
-        }
-        if (wq_overflow(sq, nreq, ibqp->send_cq)) {
-            err = ENOMEM;
-            break;
-        }
-        if (wr->num_sge < 0 || wr->num_sge > sq.post_gs) {
-            err = ENOMEM;
-            break;
-        }
         const bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->num_sge;
         WqeCursor cur;
         WqeBuilder b(*qp, cur, true);
@@ -1038,6 +1042,8 @@ template <bool kUmr>
     uint32_t last_size = done.last_size;
     bool last_inline = done.last_inline;
     for (; wr; wr = wr->next, ++nreq) {
+        // (send_wr_unfit's checks, spelled out: through the helper the
+        // compiler keeps the errno in a register, 1-3 more instructions)
         if (wr->opcode < 0 || wr->opcode >= kOpcodeCount) [[unlikely]] {
             err = EINVAL;
             break;
