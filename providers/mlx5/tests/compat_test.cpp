@@ -145,7 +145,8 @@ TEST_F(Mlx5Compat, Queues) {
     mlx5dv_wq_init_attr dv_wq_attr{};
     EXPECT_NULL_EOPNOTSUPP(mlx5dv_create_wq(&f.ctx, &wq_attr, &dv_wq_attr));
     EXPECT_NULL_EOPNOTSUPP(mlx5dv_qp_ex_from_ibv_qp_ex(&f.qp_ex));
-    EXPECT_RET(EOPNOTSUPP, mlx5dv_qp_cancel_posted_send_wrs(h.as<mlx5dv_qp_ex>(), 1));
+    // (a count of canceled requests or -errno)
+    EXPECT_RET(-EOPNOTSUPP, mlx5dv_qp_cancel_posted_send_wrs(h.as<mlx5dv_qp_ex>(), 1));
     EXPECT_RET(EOPNOTSUPP, mlx5dv_map_ah_to_qp(&f.ah, 7));
     uint8_t p = 0, ap = 0;
     EXPECT_RET(EOPNOTSUPP, mlx5dv_query_qp_lag_port(&f.qp, &p, &ap));
