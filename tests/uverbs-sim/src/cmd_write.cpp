@@ -662,13 +662,21 @@ int cmd_ex_modify_wq(Cmd& m) {
     return modify_wq(m.c, q, m.drv_in_len, m.drv_in);
 }
 
-int cmd_ex_destroy_wq(Cmd& m) {
-    ib_uverbs_ex_destroy_wq q{};
+// An extended command's core part whose size is fixed: too short EINVAL,
+// copied into q; a comp_mask this model knows no bit of answers `bad_mask`
+// (EINVAL, or EOPNOTSUPP where mlx5_ib says so). 0 when q is ready.
+template <class T>
+int take_ex_core(const Cmd& m, T& q, int bad_mask) {
     if (m.in_len < sizeof q)
         return -EINVAL;
     memcpy(&q, m.in, sizeof q);
-    if (q.comp_mask)
-        return -EINVAL;
+    return q.comp_mask ? bad_mask : 0;
+}
+
+int cmd_ex_destroy_wq(Cmd& m) {
+    ib_uverbs_ex_destroy_wq q{};
+    if (int e = take_ex_core(m, q, -EINVAL))
+        return e;
     if (m.out_len < sizeof(ib_uverbs_ex_destroy_wq_resp))
         return -ENOSPC;
     ib_uverbs_ex_destroy_wq_resp r{};
@@ -680,11 +688,8 @@ int cmd_ex_destroy_wq(Cmd& m) {
 
 int cmd_ex_create_rwq_ind_tbl(Cmd& m) {
     ib_uverbs_ex_create_rwq_ind_table q{};
-    if (m.in_len < sizeof q)
-        return -EINVAL;
-    memcpy(&q, m.in, sizeof q);
-    if (q.comp_mask)
-        return -EOPNOTSUPP;
+    if (int e = take_ex_core(m, q, -EOPNOTSUPP))
+        return e;
     if (q.log_ind_tbl_size > IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE)
         return -EINVAL;
     // the handles follow, padded to 8 bytes (one handle fills the padding)
@@ -720,21 +725,15 @@ int cmd_ex_create_rwq_ind_tbl(Cmd& m) {
 
 int cmd_ex_destroy_rwq_ind_tbl(Cmd& m) {
     ib_uverbs_ex_destroy_rwq_ind_table q{};
-    if (m.in_len < sizeof q)
-        return -EINVAL;
-    memcpy(&q, m.in, sizeof q);
-    if (q.comp_mask)
-        return -EINVAL;
+    if (int e = take_ex_core(m, q, -EINVAL))
+        return e;
     return destroy_rwq_ind_tbl(m.c, q.ind_tbl_handle);
 }
 
 int cmd_ex_create_flow(Cmd& m) {
     ib_uverbs_create_flow q{};
-    if (m.in_len < sizeof q)
-        return -EINVAL;
-    memcpy(&q, m.in, sizeof q);
-    if (q.comp_mask)
-        return -EINVAL;
+    if (int e = take_ex_core(m, q, -EINVAL))
+        return e;
     if (m.out_len < sizeof(ib_uverbs_create_flow_resp))
         return -ENOSPC;
     UVSIM_TRACE("CREATE_FLOW: core %zu bytes (attr size %u, %u specs, type %u priority %u port %u flags 0x%x), "
@@ -754,11 +753,8 @@ int cmd_ex_create_flow(Cmd& m) {
 
 int cmd_ex_destroy_flow(Cmd& m) {
     ib_uverbs_destroy_flow q{};
-    if (m.in_len < sizeof q)
-        return -EINVAL;
-    memcpy(&q, m.in, sizeof q);
-    if (q.comp_mask)
-        return -EINVAL;
+    if (int e = take_ex_core(m, q, -EINVAL))
+        return e;
     return destroy_flow(m.c, q.flow_handle);
 }
 
