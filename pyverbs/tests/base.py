@@ -39,6 +39,14 @@ def poll(cq, count=1, timeout=10.0):
     return wcs
 
 
+def port1_path(ctx, port):
+    """An address of port 1 of ctx (port: its query_port answer) to itself."""
+    if port.link_layer == IBV_LINK_LAYER_ETHERNET:
+        gr = GlobalRoute(dgid=ctx.query_gid(1, 1), sgid_index=1)
+        return AHAttr(is_global=1, gr=gr, port_num=1)
+    return AHAttr(dlid=port.lid, port_num=1)
+
+
 class Side:
     """One end: PD, CQ, an MR and a QP."""
 
@@ -65,10 +73,7 @@ class PairTestCase(unittest.TestCase):
 
     def path(self):
         """The address of port 1 itself (both QPs live there)."""
-        if self.port.link_layer == IBV_LINK_LAYER_ETHERNET:
-            gr = GlobalRoute(dgid=self.ctx.query_gid(1, 1), sgid_index=1)
-            return AHAttr(is_global=1, gr=gr, port_num=1)
-        return AHAttr(dlid=self.port.lid, port_num=1)
+        return port1_path(self.ctx, self.port)
 
     def connect(self, src, dst):
         attr = QPAttr(port_num=1)

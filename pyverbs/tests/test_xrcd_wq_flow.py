@@ -28,14 +28,13 @@ from pyverbs.pd import PD
 from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError, PyverbsUserError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr, QPInitAttrEx
 from pyverbs.srq import SRQ, SrqInitAttrEx
-from pyverbs.addr import GlobalRoute  # noqa: F401 (the path's GRH on RoCE)
 from pyverbs.mr import MR
 from pyverbs.wr import RecvWR, SendWR, SGE
 from pyverbs.spec import U32_MASK, EthSpec, Ipv4ExtSpec, Ipv6Spec, Spec, TcpUdpSpec
 from pyverbs.wq import WQ, RwqIndTable, RwqIndTableInitAttr, RxHashConf, WQAttr, WQInitAttr
 from pyverbs.xrcd import XRCD, XRCDInitAttr
 
-from base import ALL_ACCESS, PairTestCase, device_name, poll
+from base import ALL_ACCESS, device_name, poll, port1_path
 
 XRCD_MASK = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS
 
@@ -124,13 +123,12 @@ class XRCDTest(DeviceCase):
         ini = QP(self.ctx, QPInitAttrEx(qp_type=IBV_QPT_XRC_SEND, comp_mask=IBV_QP_INIT_ATTR_PD, pd=self.pd,
                                         scq=self.cq, rcq=self.cq, cap=QPCap(max_send_wr=8, max_recv_wr=0,
                                                                             max_recv_sge=0)))
-        pair = PairTestCase.path.__get__(self)
-        self.port = self.ctx.query_port(1)
+        path = port1_path(self.ctx, self.ctx.query_port(1))
         for src, dst in ((ini, tgt), (tgt, ini)):
             attr = QPAttr(port_num=1)
             attr.qp_access_flags = ALL_ACCESS
             attr.dest_qp_num = dst.qp_num
-            attr.ah_attr = pair()
+            attr.ah_attr = path
             attr.max_dest_rd_atomic = attr.max_rd_atomic = 1
             attr.min_rnr_timer, attr.timeout, attr.retry_cnt, attr.rnr_retry = 12, 14, 7, 7
             src.to_rts(attr)
