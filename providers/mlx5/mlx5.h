@@ -310,6 +310,7 @@ private:
     Mlx5Qp* new_xrc_target(ibv_qp_init_attr_ex* attr);
     // An RSS QP: receives through an indirection table's WQs, no queues.
     Mlx5Qp* new_rss_qp(ibv_qp_init_attr_ex* attr);
+    int create_queueless(Mlx5Qp& q, ibv_qp_init_attr_ex* attr, uint32_t drop, const void* req, size_t req_len);
     // Basic and XRC SRQs (the attributes checked by the caller).
     struct Mlx5Srq* new_srq(ibv_srq_init_attr_ex* attr);
     // What every QP asks of the kernel unless mlx5dv says otherwise: that

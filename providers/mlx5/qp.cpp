@@ -572,24 +572,34 @@ Mlx5Qp* Mlx5Context::new_xrc_target(ibv_qp_init_attr_ex* attr) {
             return ENOMEM;
         q.uidx = static_cast<uint32_t>(uidx);
         q.uidx_stored = true;
-        q.sq.post_gs = q.rq.post_gs = -1;  // nothing to post on
         mlx5_ib_create_qp req{};
         req.uidx = q.uidx;
-        mlx5_ib_create_qp_resp resp{};
-        ibv_qp_init_attr_ex a = *attr;
-        a.comp_mask &= ~uint32_t(IBV_QP_INIT_ATTR_PD);
-        a.send_cq = a.recv_cq = nullptr;
-        a.srq = nullptr;
-        a.cap = {};
-        if (int e = cmd_create_qp_ex(&a, &q.vqp, Udata{&req, sizeof(req), &resp, sizeof(resp)})) {
+        if (int e = create_queueless(q, attr, IBV_QP_INIT_ATTR_PD, &req, sizeof(req))) {
             clear_uidx(q.uidx);
             q.uidx_stored = false;
             return e;
         }
-        q.qpn8 = q.vqp.qp()->qp_num << 8;
-        attr->cap = {};
         return 0;
     });
+}
+
+// A QP without queues of its own (an XRC target, an RSS QP): the kernel's
+// object with the driver's request `req`, without CQs, SRQ, capacities or
+// the comp_mask bits `drop`; attr->cap answers none. 0 or a positive errno.
+int Mlx5Context::create_queueless(Mlx5Qp& q, ibv_qp_init_attr_ex* attr, uint32_t drop, const void* req,
+                                  size_t req_len) {
+    q.sq.post_gs = q.rq.post_gs = -1;  // nothing to post on
+    mlx5_ib_create_qp_resp resp{};
+    ibv_qp_init_attr_ex a = *attr;
+    a.comp_mask &= ~drop;
+    a.send_cq = a.recv_cq = nullptr;
+    a.srq = nullptr;
+    a.cap = {};
+    if (int e = cmd_create_qp_ex(&a, &q.vqp, Udata{req, req_len, &resp, sizeof(resp)}))
+        return e;
+    q.qpn8 = q.vqp.qp()->qp_num << 8;
+    attr->cap = {};
+    return 0;
 }
 
 // ibv_open_qp: this context's handle on a target QP of a domain that

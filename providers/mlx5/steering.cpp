@@ -179,23 +179,13 @@ Mlx5Qp* Mlx5Context::new_rss_qp(ibv_qp_init_attr_ex* attr) {
         return nullptr;
     }
     return create_object<Mlx5Qp>([&](Mlx5Qp& q) {
-        q.sq.post_gs = q.rq.post_gs = -1;
         mlx5_ib_create_qp_rss req{};
         req.rx_hash_fields_mask = h.rx_hash_fields_mask;
         req.rx_hash_function = MLX5_RX_HASH_FUNC_TOEPLITZ;
         req.rx_key_len = h.rx_hash_key_len;
         if (h.rx_hash_key_len)
             std::memcpy(req.rx_hash_key, h.rx_hash_key, h.rx_hash_key_len);
-        mlx5_ib_create_qp_resp resp{};
-        ibv_qp_init_attr_ex a = *attr;
-        a.send_cq = a.recv_cq = nullptr;
-        a.srq = nullptr;
-        a.cap = {};
-        if (int e = cmd_create_qp_ex(&a, &q.vqp, Udata{&req, sizeof(req), &resp, sizeof(resp)}))
-            return e;
-        q.qpn8 = q.vqp.qp()->qp_num << 8;
-        attr->cap = {};
-        return 0;
+        return create_queueless(q, attr, 0, &req, sizeof(req));
     });
 }
 
