@@ -38,6 +38,7 @@
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/mlx5_user_ioctl_cmds.h>
+#include <rdma/mlx5_user_ioctl_verbs.h>
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 namespace uvsim {
@@ -259,6 +260,7 @@ std::optional<ObjType> idr_type(uint16_t obj) {
     case UVERBS_OBJECT_WQ: return ObjType::Wq;
     case UVERBS_OBJECT_RWQ_IND_TBL: return ObjType::RwqIndTbl;
     case UVERBS_OBJECT_FLOW: return ObjType::Flow;
+    case UVERBS_OBJECT_DM: return ObjType::Dm;
     default: return std::nullopt;
     }
 }
@@ -281,6 +283,7 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_WQ:
     case UVERBS_OBJECT_RWQ_IND_TBL:
     case UVERBS_OBJECT_FLOW:
+    case UVERBS_OBJECT_DM:
     case MLX5_IB_OBJECT_UAR: return true;
     default: return false;
     }
@@ -1009,6 +1012,89 @@ int m_rwq_ind_tbl_destroy(Bundle& b) {
 
 int m_flow_destroy(Bundle& b) { return destroy_flow(b.c, b.handle(UVERBS_ATTR_DESTROY_FLOW_HANDLE)); }
 
+// ADVISE_MR: the core's checks (flags, the SGE list a whole number of
+// struct ib_sge), then the driver's (verbs.cpp).
+int m_advise_mr(Bundle& b) {
+    uint64_t advice, flags;
+    if (int e = b.get_const(UVERBS_ATTR_ADVISE_MR_ADVICE, advice, UINT32_MAX))
+        return e;
+    if (int e = b.get_flags(UVERBS_ATTR_ADVISE_MR_FLAGS, flags, IB_UVERBS_ADVISE_MR_FLAG_FLUSH))
+        return e;
+    const std::vector<uint8_t>& list = b.get(UVERBS_ATTR_ADVISE_MR_SGE_LIST)->in;
+    if (list.size() % sizeof(ibv_sge))
+        return -EINVAL;
+    std::vector<ibv_sge> sges(list.size() / sizeof(ibv_sge));
+    memcpy(sges.data(), list.data(), list.size());
+    return advise_mr(b.c, b.handle(UVERBS_ATTR_ADVISE_MR_PD_HANDLE), advice, static_cast<uint32_t>(flags), sges.data(),
+                     sges.size());
+}
+
+// DM_ALLOC with mlx5's driver attributes: the type (MEMIC when absent), and
+// the answer's start offset and page index for the mapping.
+int m_dm_alloc(Bundle& b) {
+    uint64_t length = 0;
+    uint32_t align = 0;
+    if (int e = b.copy_from(UVERBS_ATTR_ALLOC_DM_LENGTH, &length, sizeof length))
+        return e;
+    if (int e = b.copy_from(UVERBS_ATTR_ALLOC_DM_ALIGNMENT, &align, sizeof align))
+        return e;
+    const uint64_t memic = MLX5_IB_UAPI_DM_TYPE_MEMIC;
+    uint64_t type;
+    if (int e = b.get_const(MLX5_IB_ATTR_ALLOC_DM_REQ_TYPE, type, UINT8_MAX, &memic))
+        return e;
+    uint32_t h;
+    uint64_t start;
+    uint16_t page;
+    if (int e = alloc_dm(b.c, length, align, type, h, start, page))
+        return e;
+    int e = b.copy_to(MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET, &start, sizeof start);
+    if (!e)
+        e = b.copy_to(MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX, &page, sizeof page);
+    if (!e)
+        e = b.put_new_id(UVERBS_ATTR_ALLOC_DM_HANDLE, h);
+    if (e)
+        free_dm(b.c, h);
+    return e;
+}
+
+int m_dm_free(Bundle& b) { return free_dm(b.c, b.handle(UVERBS_ATTR_FREE_DM_HANDLE)); }
+
+// mlx5's DM_QUERY (ibv_import_dm): where the memory is mapped, and its size.
+int m_mlx5_dm_query(Bundle& b) {
+    const Dm* dm = b.c.get<Dm>(b.handle(MLX5_IB_ATTR_QUERY_DM_REQ_HANDLE), ObjType::Dm);
+    const uint64_t start = 0, length = dm->length;
+    const uint16_t page = static_cast<uint16_t>(dm->page_idx);
+    int e = b.copy_to(MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET, &start, sizeof start);
+    if (!e)
+        e = b.copy_to(MLX5_IB_ATTR_QUERY_DM_RESP_PAGE_INDEX, &page, sizeof page);
+    if (!e)
+        e = b.copy_to(MLX5_IB_ATTR_QUERY_DM_RESP_LENGTH, &length, sizeof length);
+    return e;
+}
+
+int m_dm_mr_reg(Bundle& b) {
+    uint64_t offset = 0, length = 0;
+    uint32_t access = 0;
+    if (int e = b.copy_from(UVERBS_ATTR_REG_DM_MR_OFFSET, &offset, sizeof offset))
+        return e;
+    if (int e = b.copy_from(UVERBS_ATTR_REG_DM_MR_LENGTH, &length, sizeof length))
+        return e;
+    if (int e = b.copy_from(UVERBS_ATTR_REG_DM_MR_ACCESS_FLAGS, &access, sizeof access))
+        return e;
+    uint32_t h, lkey, rkey;
+    if (int e = reg_dm_mr(b.c, b.handle(UVERBS_ATTR_REG_DM_MR_PD_HANDLE), b.handle(UVERBS_ATTR_REG_DM_MR_DM_HANDLE),
+                          offset, length, access, h, lkey, rkey))
+        return e;
+    int e = b.copy_to(UVERBS_ATTR_REG_DM_MR_RESP_LKEY, &lkey, sizeof lkey);
+    if (!e)
+        e = b.copy_to(UVERBS_ATTR_REG_DM_MR_RESP_RKEY, &rkey, sizeof rkey);
+    if (!e)
+        e = b.put_new_id(UVERBS_ATTR_REG_DM_MR_HANDLE, h);
+    if (e)
+        dereg_mr(b.c, h);
+    return e;
+}
+
 // QUERY_MR (ibv_import_mr): the keys, the length and the iova of an MR of
 // this file, whichever context of it registered the MR.
 int m_query_mr(Bundle& b) {
@@ -1186,6 +1272,35 @@ const std::vector<Method>& methods() {
         add(MLX5_IB_OBJECT_UAR, MLX5_IB_METHOD_UAR_OBJ_DESTROY,
             {idr(MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, MLX5_IB_OBJECT_UAR, Access::Destroy, true)}, false,
             m_uar_destroy);
+        add(UVERBS_OBJECT_MR, UVERBS_METHOD_ADVISE_MR,
+            {idr(UVERBS_ATTR_ADVISE_MR_PD_HANDLE, UVERBS_OBJECT_PD, Access::Read, true),
+             const_in(UVERBS_ATTR_ADVISE_MR_ADVICE, true), in_sized(UVERBS_ATTR_ADVISE_MR_FLAGS, u32s, true),
+             in_min(UVERBS_ATTR_ADVISE_MR_SGE_LIST, sizeof(ibv_sge), true)},
+            false, m_advise_mr);
+        add(UVERBS_OBJECT_DM, UVERBS_METHOD_DM_ALLOC,
+            {idr(UVERBS_ATTR_ALLOC_DM_HANDLE, UVERBS_OBJECT_DM, Access::New, true),
+             in_sized(UVERBS_ATTR_ALLOC_DM_LENGTH, u64s, true), in_sized(UVERBS_ATTR_ALLOC_DM_ALIGNMENT, u32s, true),
+             out_sized(MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET, u64s, true),
+             out_sized(MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX, sizeof(uint16_t), true),
+             const_in(MLX5_IB_ATTR_ALLOC_DM_REQ_TYPE, false)},
+            false, m_dm_alloc);
+        add(UVERBS_OBJECT_DM, UVERBS_METHOD_DM_FREE,
+            {idr(UVERBS_ATTR_FREE_DM_HANDLE, UVERBS_OBJECT_DM, Access::Destroy, true)}, false, m_dm_free);
+        add(UVERBS_OBJECT_DM, MLX5_IB_METHOD_DM_QUERY,
+            {idr(MLX5_IB_ATTR_QUERY_DM_REQ_HANDLE, UVERBS_OBJECT_DM, Access::Read, true),
+             out_sized(MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET, u64s, true),
+             out_sized(MLX5_IB_ATTR_QUERY_DM_RESP_PAGE_INDEX, sizeof(uint16_t), true),
+             out_sized(MLX5_IB_ATTR_QUERY_DM_RESP_LENGTH, u64s, true)},
+            false, m_mlx5_dm_query);
+        add(UVERBS_OBJECT_MR, UVERBS_METHOD_DM_MR_REG,
+            {idr(UVERBS_ATTR_REG_DM_MR_HANDLE, UVERBS_OBJECT_MR, Access::New, true),
+             in_sized(UVERBS_ATTR_REG_DM_MR_OFFSET, u64s, true), in_sized(UVERBS_ATTR_REG_DM_MR_LENGTH, u64s, true),
+             idr(UVERBS_ATTR_REG_DM_MR_PD_HANDLE, UVERBS_OBJECT_PD, Access::Read, true),
+             in_sized(UVERBS_ATTR_REG_DM_MR_ACCESS_FLAGS, u32s, true),
+             idr(UVERBS_ATTR_REG_DM_MR_DM_HANDLE, UVERBS_OBJECT_DM, Access::Read, true),
+             out_sized(UVERBS_ATTR_REG_DM_MR_RESP_LKEY, u32s, true),
+             out_sized(UVERBS_ATTR_REG_DM_MR_RESP_RKEY, u32s, true)},
+            false, m_dm_mr_reg);
         add(UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR,
             {idr(UVERBS_ATTR_QUERY_MR_HANDLE, UVERBS_OBJECT_MR, Access::Read, true),
              out_sized(UVERBS_ATTR_QUERY_MR_RESP_LKEY, u32s, true),

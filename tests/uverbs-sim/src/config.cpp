@@ -223,6 +223,17 @@ std::string set_dev_key(DevCfg& d, const std::string& k, const std::string& v) {
         if (v != "on" && v != "off")
             return "raw_eth must be on or off";
         d.raw_eth = v == "on";
+    } else if (k == "odp") {
+        // on (explicit and implicit MRs), explicit (no implicit MR), off
+        if (v != "on" && v != "off" && v != "explicit")
+            return "odp must be on, explicit or off";
+        d.odp = v != "off";
+        d.odp_implicit = v == "on";
+    } else if (k == "dm_size") {
+        // bytes of device memory, a multiple of 64 (0: none)
+        if (!num || (n & 63) || n > (1ull << 30))
+            return "dm_size must be a multiple of 64 up to 1 GiB (0: no device memory)";
+        d.dm_size = n;
     } else if (k == "cqe_compression") {
         // off, or the most CQEs in one session
         if (v != "off" && (!num || n < 2 || n > 0xffff))

@@ -95,6 +95,15 @@ struct DevCfg {
     // indirection tables, RSS QPs, flow rules) on Ethernet ports; off: a
     // device without them (EOPNOTSUPP, as before the model had them).
     bool raw_eth = true;
+    // On-demand paging as mlx5_ib reports it for a device with page faults
+    // (RC and XRC: every operation; UD: send and SRQ receive; UC: none):
+    // MRs with IBV_ACCESS_ON_DEMAND pin nothing, so their pages are checked
+    // when the device touches them; ADVISE_MR prefetches. odp_implicit: the
+    // whole address space as one MR (start 0, length U64_MAX).
+    bool odp = true;
+    bool odp_implicit = true;
+    // Device memory (MEMIC: ibv_alloc_dm), bytes the device has; 0: none.
+    uint64_t dm_size = 128 * 1024;
 };
 
 // Fault injection (config file "fault" lines or UVERBS_SIM_FAULTS).
@@ -182,7 +191,7 @@ const Libc& libc();
 struct Context;
 struct Device;
 
-enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd, Uar, Wq, RwqIndTbl, Flow };
+enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd, Uar, Wq, RwqIndTbl, Flow, Dm };
 
 struct Object {
     ObjType type;
@@ -214,6 +223,7 @@ struct Mr : Object {
     uint64_t iova = 0;  // the address remote peers and SGEs use
     uint32_t access = 0;  // IBV_ACCESS_*
     uint32_t lkey = 0, rkey = 0;
+    struct Dm* dm = nullptr;  // a DM MR: the device memory it covers
     Mr() : Object(ObjType::Mr) {}
 };
 
@@ -350,6 +360,20 @@ struct Uar : Object {
     uint32_t page_id = 0;  // the device's UAR index (what QPs and CQs name)
     uint32_t entry = 0;  // the mmap entry's index
     Uar() : Object(ObjType::Uar) {}
+};
+
+// Device memory (MEMIC): bytes of the device the application maps
+// (MLX5_IB_MMAP_DEVICE_MEM with the page index) and MRs reach (zero-based
+// DM MRs). Here a memory file: the model's own view of it is `view`, the
+// application maps the same file.
+struct Dm : Object {
+    uint64_t length = 0;  // as allocated: rounded up to 64 bytes
+    uint32_t page_idx = 0;  // the mmap entry's index
+    int fd = -1;
+    uint8_t* view = nullptr;
+    size_t map_len = 0;  // the file's size: whole pages
+    Dm() : Object(ObjType::Dm) {}
+    ~Dm() override;
 };
 
 // A receive work queue (ibv_create_wq, IBV_WQT_RQ): the provider's ring of
@@ -543,6 +567,8 @@ struct Sim {
     uint32_t slot = 0;  // host-wide process slot (QPN/CQN high bits)
     uint32_t next_qp = 1, next_cq = 1, next_srq = 1, next_pd = 1, next_key = 1;
     uint8_t mkey_variant = 0;  // variant byte of the next window's key
+    uint64_t dm_used = 0;  // device memory allocated (MEMIC)
+    uint32_t next_dm_page = 1;  // mmap entry indexes of device memory
     uint32_t next_uar_page = 16;  // device UAR indexes of UAR objects (below: the kernel's own)
 };
 Sim& sim();

@@ -18,6 +18,11 @@
 
 namespace uvsim {
 
+// The access flags the core knows (ib_access_flags).
+constexpr uint32_t kMrAccessKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
+    IBV_ACCESS_RELAXED_ORDERING;
+
 // ------------------------------------------------------------------ basics
 
 EventFile::~EventFile() {
@@ -209,6 +214,16 @@ void fill_query_device_ex(const Device& d, ib_uverbs_ex_query_device_resp& r) {
         r.rss_caps.max_rwq_indirection_table_size = 1u << IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE;
         r.max_wq_type_rq = d.cfg->max_qp;
     }
+    if (d.cfg->odp) {
+        // mlx5_ib's page-fault capabilities of a ConnectX-5 and later
+        constexpr uint32_t kAll = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+            IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+        r.odp_caps.general_caps = IBV_ODP_SUPPORT | (d.cfg->odp_implicit ? IBV_ODP_SUPPORT_IMPLICIT : 0);
+        r.odp_caps.per_transport_caps.rc_odp_caps = kAll;
+        r.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV;
+        r.xrc_odp_caps = kAll;
+    }
+    r.max_dm_size = d.cfg->dm_size;
     r.cq_moderation_caps.max_cq_moderation_count = 0xffff;
     r.cq_moderation_caps.max_cq_moderation_period = 0xfff;
 }
@@ -498,6 +513,104 @@ int destroy_uar(Context& c, uint32_t handle) {
     return 0;
 }
 
+// ------------------------------------------------------------ device memory
+
+namespace {
+int mr_access_error(const Context& c, uint32_t access);
+}
+
+Dm::~Dm() {
+    if (view)
+        libc().munmap(view, map_len);
+    if (fd >= 0)
+        libc().close(fd);
+    sim().dm_used -= length;
+}
+
+// mlx5_ib's MEMIC allocation: sizes in 64-byte units, the device's bytes
+// (ENOMEM when they run out), an alignment request up to a page (the
+// model's limit: EINVAL beyond), other DM types EOPNOTSUPP (the SW ICM
+// types need DEVX steering).
+int alloc_dm(Context& c, uint64_t length, uint32_t log_align, uint64_t type, uint32_t& handle, uint64_t& start_offset,
+             uint16_t& page_idx) {
+    const DevCfg& d = *c.dev->cfg;
+    if (!d.dm_size || type != MLX5_IB_UAPI_DM_TYPE_MEMIC)
+        return -EOPNOTSUPP;
+    if (length == 0 || log_align > 12)
+        return -EINVAL;
+    const uint64_t size = (length + 63) & ~uint64_t(63);
+    if (size < length || size > d.dm_size || sim().dm_used + size > d.dm_size)
+        return -ENOMEM;
+    if (sim().next_dm_page > 0xffff)
+        return -ENOMEM;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    auto dm = std::make_unique<Dm>();
+    dm->map_len = (size + page - 1) & ~(page - 1);
+    dm->fd = memfd_create("uverbs-sim-dm", MFD_CLOEXEC);
+    if (dm->fd < 0 || ftruncate(dm->fd, static_cast<off_t>(dm->map_len)) != 0)
+        return -ENOMEM;
+    void* v = libc().mmap(nullptr, dm->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, dm->fd, 0);
+    if (v == MAP_FAILED)
+        return -ENOMEM;
+    dm->view = static_cast<uint8_t*>(v);
+    dm->length = size;
+    sim().dm_used += size;
+    dm->page_idx = sim().next_dm_page++;
+    start_offset = 0;  // each allocation starts a page of its own
+    page_idx = static_cast<uint16_t>(dm->page_idx);
+    UVSIM_TRACE("alloc_dm %llu bytes (log align %u) page %u", (unsigned long long)size, log_align, dm->page_idx);
+    handle = c.add(std::move(dm));
+    return 0;
+}
+
+int free_dm(Context& c, uint32_t handle) {
+    Dm* dm = c.get<Dm>(handle, ObjType::Dm);
+    if (!dm)
+        return -EINVAL;
+    if (dm->usecnt)
+        return -EBUSY;  // its MRs first
+    c.objects.erase(handle);
+    return 0;
+}
+
+// The core's checks (access, ZERO_BASED required, the range inside the
+// DM), then mlx5_ib's: MEMIC MRs allow local and remote access only.
+int reg_dm_mr(Context& c, uint32_t pdh, uint32_t dmh, uint64_t offset, uint64_t length, uint32_t access,
+              uint32_t& handle, uint32_t& lkey, uint32_t& rkey) {
+    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
+    Dm* dm = c.get<Dm>(dmh, ObjType::Dm);
+    if (!pd || !dm)
+        return -EINVAL;
+    if (int e = mr_access_error(c, access))
+        return e;
+    if (!(access & IBV_ACCESS_ZERO_BASED))
+        return -EINVAL;
+    if (offset > dm->length || length > dm->length || length > dm->length - offset)
+        return -EINVAL;
+    constexpr uint32_t kMemicAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+        IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED;
+    if (access & ~kMemicAccess)
+        return -EINVAL;
+    auto mr = std::make_unique<Mr>();
+    mr->pd = pd;
+    mr->dm = dm;
+    mr->addr = reinterpret_cast<uint64_t>(dm->view) + offset;
+    mr->length = length;
+    mr->iova = 0;
+    mr->access = access;
+    const uint32_t idx = (sim().slot << 16) | (sim().next_key++ & 0xffff);
+    mr->lkey = mr->rkey = (idx << 8) | 0x35;
+    lkey = mr->lkey;
+    rkey = mr->rkey;
+    sim().mrs_by_lkey[mr->lkey] = mr.get();
+    ++pd->usecnt;
+    ++dm->usecnt;
+    handle = c.add(std::move(mr));
+    UVSIM_TRACE("reg_dm_mr page %u +%llu len %llu access 0x%x -> key 0x%x", dm->page_idx, (unsigned long long)offset,
+                (unsigned long long)length, access, lkey);
+    return 0;
+}
+
 const Uar* uar_by_page(const Context& c, uint32_t page_id) {
     for (const auto& [h, o] : c.objects)
         if (o->type == ObjType::Uar && static_cast<const Uar&>(*o).page_id == page_id)
@@ -549,6 +662,23 @@ void* uverbs_mmap(Context& c, void* addr, size_t len, int prot, int flags, off_t
         }
         c.dyn_uar_mapped[index] = true;
         break;
+    case 8: {  // MLX5_IB_MMAP_DEVICE_MEM: a device memory allocation, by its page index
+        const Dm* dm = nullptr;
+        for (const auto& [h, o] : c.objects)
+            if (o->type == ObjType::Dm && static_cast<const Dm&>(*o).page_idx == index)
+                dm = static_cast<const Dm*>(o.get());
+        if (!dm || len > dm->map_len) {
+            err = EINVAL;
+            return MAP_FAILED;
+        }
+        void* p = libc().mmap(addr, len, prot, (flags & ~MAP_TYPE) | MAP_SHARED, dm->fd, 0);
+        if (p == MAP_FAILED) {
+            err = errno;
+            return p;
+        }
+        UVSIM_TRACE("mmap cmd %u index %u -> %p (device memory)", cmd, index, p);
+        return p;
+    }
     case 1:  // MLX5_IB_MMAP_GET_CONTIGUOUS_PAGES: mlx5_ib has none to give
         err = ENOSYS;
         return MAP_FAILED;
@@ -705,27 +835,33 @@ int close_xrcd(Context& c, uint32_t handle) {
 namespace {
 
 // The core's access check (ib_check_mr_access).
-int mr_access_error(uint32_t access) {
-    const uint32_t known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-        IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
-        IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING;
-    if (access & ~known)
+int mr_access_error(const Context& c, uint32_t access) {
+    if (access & ~kMrAccessKnown)
         return -EINVAL;
     // remote write/atomic need local write (IB spec, enforced by the core)
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
         return -EINVAL;
-    if (access & IBV_ACCESS_ON_DEMAND)
-        return -EOPNOTSUPP;  // no ODP in the model: the core refuses as for a device without it
+    if ((access & IBV_ACCESS_ON_DEMAND) && !c.dev->cfg->odp)
+        return -EOPNOTSUPP;  // the core refuses it for a device without page faults
     return 0;
 }
 
+bool implicit_range(uint64_t start, uint64_t length) { return start == 0 && length == UINT64_MAX; }
+
 // The range an MR covers: not empty, not wrapping, within the device's
-// limit, and mapped (the kernel pins the pages: EFAULT otherwise).
-int mr_range_error(const Context& c, uint64_t start, uint64_t length, uint32_t access) {
+// limit, and mapped (the kernel pins the pages: EFAULT otherwise). An
+// on-demand-paging MR pins nothing: its pages are checked when touched.
+// The implicit one (mlx5_ib: the whole address space) needs the
+// capability and an iova of 0 (EINVAL otherwise).
+int mr_range_error(const Context& c, uint64_t start, uint64_t length, uint64_t iova, uint32_t access) {
+    if ((access & IBV_ACCESS_ON_DEMAND) && implicit_range(start, length))
+        return iova == 0 && c.dev->cfg->odp_implicit ? 0 : -EINVAL;
     if (length == 0 || start + length < start)
         return -EINVAL;
     if (length > c.dev->cfg->max_mr_size)
         return -EINVAL;
+    if (access & IBV_ACCESS_ON_DEMAND)
+        return 0;
     if (!app_range_ok(start, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0))
         return -EFAULT;
     return 0;
@@ -738,9 +874,9 @@ int reg_mr(Context& c, uint32_t pdh, uint64_t start, uint64_t length, uint64_t i
     Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
     if (!pd)
         return -EINVAL;
-    if (int e = mr_access_error(access))
+    if (int e = mr_access_error(c, access))
         return e;
-    if (int e = mr_range_error(c, start, length, access))
+    if (int e = mr_range_error(c, start, length, iova, access))
         return e;
     auto mr = std::make_unique<Mr>();
     mr->pd = pd;
@@ -768,11 +904,11 @@ int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64
     if (!flags || (flags & ~kKnown))
         return -EINVAL;
     Mr* mr = c.get<Mr>(handle, ObjType::Mr);
-    if (!mr)
-        return -EINVAL;
+    if (!mr || mr->dm)
+        return -EINVAL;  // (mlx5_ib re-registers no device-memory MR)
     const uint32_t new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : mr->access;
     if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-        if (int e = mr_access_error(access))
+        if (int e = mr_access_error(c, access))
             return e;
     Pd* pd = mr->pd;
     if (flags & IBV_REREG_MR_CHANGE_PD) {
@@ -783,7 +919,8 @@ int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64
     // the range is checked with the access it will have (pinned for write)
     const uint64_t new_start = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? start : mr->addr;
     const uint64_t new_length = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? length : mr->length;
-    if (int e = mr_range_error(c, new_start, new_length, new_access))
+    const uint64_t new_iova = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? iova : mr->iova;
+    if (int e = mr_range_error(c, new_start, new_length, new_iova, new_access))
         return e;
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
         mr->addr = start;
@@ -803,10 +940,47 @@ int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64
     return 0;
 }
 
+// ADVISE_MR (mlx5_ib's prefetch). Each SGE must name, by its lkey, an
+// on-demand-paging MR of this PD (writable for PREFETCH_WRITE). With FLUSH
+// the pages are faulted in before the answer: a missing MR is ENOENT, a
+// range outside the MR or unmapped memory EFAULT (PREFETCH_NO_FAULT takes
+// only what is present, so it never faults). Without FLUSH the work is
+// queued: a missing MR is EINVAL, the faults themselves are not reported.
+int advise_mr(Context& c, uint32_t pdh, uint64_t advice, uint32_t flags, const ibv_sge* sges, size_t n) {
+    if (!c.dev->cfg->odp)
+        return -EOPNOTSUPP;  // mlx5_ib has the method only with page faults
+    Pd* pd = c.get<Pd>(pdh, ObjType::Pd);
+    if (!pd)
+        return -EINVAL;
+    if (advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH && advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+        advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+        return -EOPNOTSUPP;
+    const bool sync = flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH;
+    for (size_t i = 0; i < n; ++i) {
+        const ibv_sge& s = sges[i];
+        auto it = sim().mrs_by_lkey.find(s.lkey);
+        const Mr* mr = it == sim().mrs_by_lkey.end() ? nullptr : it->second;
+        if (!mr || !(mr->access & IBV_ACCESS_ON_DEMAND) || mr->pd != pd ||
+            (advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
+            return sync ? -ENOENT : -EINVAL;
+        if (!sync)
+            continue;
+        if (s.addr < mr->iova || s.addr + s.length < s.addr || s.addr + s.length > mr->iova + mr->length)
+            return -EFAULT;
+        if (advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT &&
+            !app_range_ok(mr->addr + (s.addr - mr->iova), s.length, advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH))
+            return -EFAULT;
+    }
+    UVSIM_TRACE("advise_mr advice %llu flags 0x%x: %zu SGEs", (unsigned long long)advice, flags, n);
+    return 0;
+}
+
 int dereg_mr(Context& c, uint32_t handle) {
     Mr* mr = c.get<Mr>(handle, ObjType::Mr);
     if (!mr)
         return -EINVAL;
+    if (mr->dm)
+        --mr->dm->usecnt;
     sim().mrs_by_lkey.erase(mr->lkey);
     // windows bound to it lose their translation (remote access through them fails)
     for (auto& [idx, mw] : sim().mws_by_index)
@@ -1604,10 +1778,11 @@ int modify_qp(Context& c, const ib_uverbs_modify_qp& m) {
     if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
         if (m.max_dest_rd_atomic > d.max_qp_rd_atom)
             return -EINVAL;
+    // mlx5_ib takes the remote bits; the other access flags an MR may
+    // have pass (rdma-core's ODP tests give a QP the MR's flags, ON_DEMAND
+    // included), bits no access flag has do not.
     if (mask & IBV_QP_ACCESS_FLAGS)
-        if (m.qp_access_flags &
-            ~uint32_t(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                      IBV_ACCESS_REMOTE_ATOMIC))
+        if (m.qp_access_flags & ~kMrAccessKnown)
             return -EINVAL;
     if (mask & IBV_QP_AV) {
         ib_uverbs_ah_attr a{};

@@ -34,6 +34,13 @@ void drop_async_fd(Context& c, int fd);  // undoes make_async_fd (and closes fd)
 // MLX5_IB_OBJECT_UAR: a UAR page and the mmap offset that maps it.
 int alloc_uar(Context& c, uint32_t type, uint32_t& handle, uint64_t& mmap_offset, uint32_t& length, uint32_t& page_id);
 int destroy_uar(Context& c, uint32_t handle);
+// Device memory: MEMIC allocation (DM_ALLOC with mlx5's type, start offset
+// and page index), DM_FREE, DM MRs (DM_MR_REG), and mlx5's DM_QUERY.
+int alloc_dm(Context& c, uint64_t length, uint32_t log_align, uint64_t type, uint32_t& handle, uint64_t& start_offset,
+             uint16_t& page_idx);
+int free_dm(Context& c, uint32_t handle);
+int reg_dm_mr(Context& c, uint32_t pdh, uint32_t dmh, uint64_t offset, uint64_t length, uint32_t access,
+              uint32_t& handle, uint32_t& lkey, uint32_t& rkey);
 // The UAR object of this context with that page id (QP/CQ creation), or null.
 const Uar* uar_by_page(const Context& c, uint32_t page_id);
 
@@ -47,6 +54,7 @@ int reg_mr(Context& c, uint32_t pd, uint64_t start, uint64_t length, uint64_t io
 int rereg_mr(Context& c, uint32_t handle, uint32_t flags, uint64_t start, uint64_t length, uint64_t iova, uint32_t pdh,
              uint32_t access, uint32_t& lkey, uint32_t& rkey);
 int dereg_mr(Context& c, uint32_t handle);
+int advise_mr(Context& c, uint32_t pd, uint64_t advice, uint32_t flags, const ibv_sge* sges, size_t n);
 // ALLOC_MW / DEALLOC_MW (mlx5 driver data: struct mlx5_ib_alloc_mw).
 int alloc_mw(Context& c, uint32_t pd, uint32_t type, const void* drv, size_t drv_len, uint32_t& handle, uint32_t& rkey);
 int dealloc_mw(Context& c, uint32_t handle);

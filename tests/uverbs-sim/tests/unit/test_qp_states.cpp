@@ -203,7 +203,7 @@ TEST_P(QpStates, ValueChecks) {
     EXPECT_EQ(init_with([](auto& m) { m.port_num = 3; }), -EINVAL);
     EXPECT_EQ(init_with([](auto& m) { m.pkey_index = 128; }), -EINVAL);
     if (type() != IBV_QPT_UD) {
-        EXPECT_EQ(init_with([](auto& m) { m.qp_access_flags = 1u << 7; }), -EINVAL);
+        EXPECT_EQ(init_with([](auto& m) { m.qp_access_flags = 1u << 30; }), -EINVAL);
     }
     EXPECT_EQ(state(), IBV_QPS_RESET);
     ASSERT_EQ(init_with([](auto& m) { m.port_num = 2; }), 0);
