@@ -76,6 +76,15 @@ public:
             ptr_out(UVERBS_ATTR_UHW_OUT, out, out_len);
     }
 
+    // Every attribute goes out marked mandatory, as the reference sends
+    // them: a kernel that does not know one refuses the call
+    // (EPROTONOSUPPORT) instead of ignoring it. An attribute the kernel
+    // may ignore is marked optional.
+    static ib_uverbs_attr& optional(ib_uverbs_attr& a) {
+        a.flags = static_cast<uint16_t>(a.flags & ~UVERBS_ATTR_F_MANDATORY);
+        return a;
+    }
+
     bool overflowed() const { return overflow_; }
 
     // 0 on success, else a positive errno (as the kernel returned it).
@@ -101,6 +110,7 @@ private:
         ib_uverbs_attr& a = attrs()[count_++];
         a.attr_id = id;
         a.len = static_cast<uint16_t>(len);
+        a.flags = UVERBS_ATTR_F_MANDATORY;
         return a;
     }
 

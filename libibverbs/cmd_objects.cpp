@@ -111,10 +111,14 @@ int destroy_by_handle(Context& c, Context::IoctlMethod m, uint16_t object, uint1
 int destroy_result(int e) { return e == EIO && allow_disassoc_destroy() ? 0 : e; }
 
 // The async event file the kernel reports the object's events to: the
-// context's (as the reference passes it), when there is one.
-void add_event_fd(Ioctl<16>& io, uint16_t attr, int async_fd) {
-    if (async_fd >= 0)
-        io.fd_in(attr, async_fd);
+// context's (as the reference passes it), when there is one. The
+// reference lets a kernel ignore it for CQs only.
+void add_event_fd(Ioctl<16>& io, uint16_t attr, int async_fd, bool optional = false) {
+    if (async_fd < 0)
+        return;
+    ib_uverbs_attr& a = io.fd_in(attr, async_fd);
+    if (optional)
+        Ioctl<16>::optional(a);
 }
 
 }  // namespace
@@ -184,6 +188,18 @@ int Context::cmd_query_mr(ibv_pd* pd, uint32_t mr_handle, VerbsMr* mr) {
     mr->mr.rkey = rkey;
     mr->access = 0;
     return 0;
+}
+
+int Context::cmd_advise_mr(ibv_pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge) {
+    // The list travels as one attribute, whose length field is 16 bits.
+    if (uint64_t(num_sge) * sizeof(ibv_sge) > UINT16_MAX)
+        return EINVAL;
+    Ioctl<4> cmd(UVERBS_OBJECT_MR, UVERBS_METHOD_ADVISE_MR, driver_id());
+    cmd.idr_in(UVERBS_ATTR_ADVISE_MR_PD_HANDLE, pd->handle);
+    cmd.const_in(UVERBS_ATTR_ADVISE_MR_ADVICE, advice);
+    cmd.in(UVERBS_ATTR_ADVISE_MR_FLAGS, flags);
+    cmd.ptr_in(UVERBS_ATTR_ADVISE_MR_SGE_LIST, sg_list, num_sge * sizeof(ibv_sge));
+    return cmd.execute(cmd_fd());
 }
 
 int Context::cmd_rereg_mr(VerbsMr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access, const Udata& u) {
@@ -258,7 +274,7 @@ int Context::cmd_create_cq(int cqe, ibv_comp_channel* channel, int comp_vector, 
         if (flags)
             io.in(UVERBS_ATTR_CREATE_CQ_FLAGS, flags);
         io.out(UVERBS_ATTR_CREATE_CQ_RESP_CQE, granted);
-        add_event_fd(io, UVERBS_ATTR_CREATE_CQ_EVENT_FD, ibv()->async_fd);
+        add_event_fd(io, UVERBS_ATTR_CREATE_CQ_EVENT_FD, ibv()->async_fd, true);
         io.udata(u.in, u.in_len, u.out, u.out_len);
         e = io.execute(cmd_fd());
         if (e == 0)

@@ -335,6 +335,9 @@ public:
     // keys and length from QUERY_MR; its address stays null, as the
     // reference leaves it.
     int cmd_query_mr(ibv_pd* pd, uint32_t mr_handle, VerbsMr* mr);
+    // ADVISE_MR (ibv_advise_mr through a provider's verbs_context slot):
+    // prefetch the pages of on-demand-paging MRs that the SGEs name.
+    int cmd_advise_mr(ibv_pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge);
     int cmd_alloc_mw(ibv_pd* pd, ibv_mw_type type, ibv_mw* mw, const Udata& u = {});
     int cmd_dealloc_mw(ibv_mw* mw);
     // flags: IB_UVERBS_CQ_FLAGS_* for the kernel (0 for none; with flags

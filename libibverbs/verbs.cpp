@@ -31,11 +31,15 @@ ibv_mr* register_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsign
     // optional ones are dropped for them, as their name promises.
     if (!(c->core_support() & IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS))
         access &= ~static_cast<unsigned int>(IBV_ACCESS_OPTIONAL_RANGE);
-    if (int e = ibv_dontfork_range(addr, length))
-        return static_cast<ibv_mr*>(fail(e));
-    ForkRangeUndo undo{addr, length, true};
+    // On-demand paging pins nothing, so there is nothing to keep from a
+    // fork (and an implicit MR's range is the whole address space).
+    const bool odp = access & IBV_ACCESS_ON_DEMAND;
+    if (!odp)
+        if (int e = ibv_dontfork_range(addr, length))
+            return static_cast<ibv_mr*>(fail(e));
+    ForkRangeUndo undo{addr, length, !odp};
     ibv_mr* mr = c->reg_mr(pd, addr, length, iova, static_cast<int>(access));
-    undo.armed = !mr;
+    undo.armed = !odp && !mr;
     return mr;
 }
 
@@ -121,8 +125,9 @@ RDMA_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     return rdma::entry_errno([&] {
         void* addr = mr->addr;
         size_t length = mr->length;
+        const bool odp = reinterpret_cast<VerbsMr*>(mr)->access & IBV_ACCESS_ON_DEMAND;
         int e = ctx_of(mr->context)->dereg_mr(reinterpret_cast<VerbsMr*>(mr));
-        if (e == 0)
+        if (e == 0 && !odp)
             ibv_dofork_range(addr, length);
         return e;
     });

@@ -83,7 +83,27 @@ PYBIND11_MODULE(pd, m) {
         .def(py::init(&make_pd), py::arg("creator"))
         .def_property_readonly("handle", [](py::handle self) { return open_arg<PD>(self, "PD").pd->handle; })
         .def_property_readonly("ctx", [](const PD& p) { return p.context; })
-        .def("unimport", [](PD& p) { p.close(); });
+        .def("unimport", [](PD& p) { p.close(); })
+        // ibv_advise_mr: prefetch the pages of on-demand-paging MRs that
+        // the SGEs (pyverbs.wr.SGE) name; 0, or PyverbsRDMAError.
+        .def(
+            "advise_mr",
+            [](py::handle self, uint32_t advice, uint32_t flags, py::list sg_list) {
+                PD& p = open_arg<PD>(self, "PD");
+                py::module_::import("pyverbs.wr");
+                std::vector<ibv_sge> sges;
+                for (py::handle h : sg_list) {
+                    if (!py::isinstance<SGE>(h))
+                        throw py::type_error("advise_mr: sg_list must hold SGE objects");
+                    sges.push_back(h.cast<SGE&>().sge);
+                }
+                const int rc = ibv_advise_mr(p.pd, static_cast<ibv_advise_mr_advice>(advice), flags, sges.data(),
+                                             static_cast<uint32_t>(sges.size()));
+                if (rc)
+                    raise_rdma("Failed to advise MR", rc);
+                return rc;
+            },
+            py::arg("advise"), py::arg("flags"), py::arg("sg_list"));
 
     py::class_<ParentDomainContext, Object, std::shared_ptr<ParentDomainContext>>(m, "ParentDomainContext")
         .def(py::init([](py::object pd, py::object alloc_func, py::object free_func, py::object user_data) {

@@ -52,6 +52,16 @@ TEST(Ioctl, OutputsPointAtCallerMemory) {
     EXPECT_EQ(cmd.idr_in(3, 99).data, 99u);
 }
 
+TEST(Ioctl, AttributesAreMandatoryUnlessMarkedOptional) {
+    Ioctl<3> cmd(UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_CREATE);
+    uint32_t cqe = 16;
+    EXPECT_EQ(cmd.in(UVERBS_ATTR_CREATE_CQ_CQE, cqe).flags, UVERBS_ATTR_F_MANDATORY);
+    EXPECT_EQ(cmd.idr_out(UVERBS_ATTR_CREATE_CQ_HANDLE).flags, UVERBS_ATTR_F_MANDATORY);
+    auto& fd = Ioctl<3>::optional(cmd.fd_in(UVERBS_ATTR_CREATE_CQ_EVENT_FD, 3));
+    EXPECT_EQ(fd.flags, 0);
+    EXPECT_EQ(fd.data_s64, 3);
+}
+
 TEST(Ioctl, TooManyAttributesFailWithEinvalNotOverflow) {
     Ioctl<1> cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
     cmd.const_in(0, 1);

@@ -294,6 +294,15 @@ int dealloc_td_entry(ibv_td* td) noexcept {
     return rdma::entry_errno([&] { return to_mctx(td->context)->dealloc_td(td); });
 }
 
+// verbs_context's advise_mr slot (ibv_advise_mr): the kernel prefetches the
+// pages of on-demand-paging MRs; a parent domain stands for its PD.
+int advise_mr_entry(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
+                    uint32_t num_sge) noexcept {
+    return rdma::entry_errno([&] {
+        return to_mctx(pd->context)->cmd_advise_mr(pd, static_cast<uint32_t>(advice), flags, sg_list, num_sge);
+    });
+}
+
 }  // namespace rdma::mlx5
 
 using rdma::mlx5::fail_null;

@@ -346,6 +346,7 @@ void Mlx5Context::set_ops() {
     vctx()->alloc_parent_domain = alloc_parent_domain_entry;
     vctx()->alloc_td = alloc_td_entry;
     vctx()->dealloc_td = dealloc_td_entry;
+    vctx()->advise_mr = advise_mr_entry;
 }
 
 int Mlx5Context::open(const mlx5dv_context_attr* attr) {

@@ -632,6 +632,8 @@ int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
 ibv_td* alloc_td_entry(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
 int dealloc_td_entry(ibv_td* td) noexcept;
+int advise_mr_entry(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
+                    uint32_t num_sge) noexcept;
 void install_qp_ex_ops(ibv_qp_ex& qp);
 
 // Removes the CQEs of the QP with user index `uidx` from cq (a QP reset or

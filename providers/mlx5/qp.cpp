@@ -374,7 +374,8 @@ Mlx5Qp* Mlx5Context::new_qp(ibv_pd* pd, ibv_qp_init_attr* attr, uint64_t send_op
         // (a raw packet QP's SQ is a buffer of its own: the kernel makes it
         // a separate send queue object of the device)
         const size_t own = raw ? sz.rq_bytes : sz.rq_bytes + sz.sq_bytes;
-        if (int e = q.buf.alloc(own ? own : MLX5_SEND_WQE_BB, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
+        if (int e =
+                q.buf.alloc(own ? own : size_t{MLX5_SEND_WQE_BB}, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))
             return e;
         if (raw && sz.sq_bytes)
             if (int e = q.sq_buf.alloc(sz.sq_bytes, ring_source("MLX_QP", MLX5DV_RES_TYPE_QP, q.parent)))

@@ -162,6 +162,48 @@ class DMTest(DeviceTestCase):
             mr.read(4, 0)
 
 
+class OdpTest(DeviceTestCase):
+    """On-demand paging: MRs that pin nothing, the implicit MR and
+    PD.advise_mr (the emulated ConnectX has page faults; rxe on 6.1 has
+    none, so there it skips)."""
+
+    def setUp(self):
+        super().setUp()
+        if not self.ctx.query_device_ex().odp_caps.general_caps:
+            raise unittest.SkipTest('the device has no on-demand paging')
+
+    def test_advise(self):
+        from pyverbs.libibverbs_enums import (IBV_ACCESS_ON_DEMAND, _IBV_ADVISE_MR_ADVICE_PREFETCH,
+                                              _IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, _IBV_ADVISE_MR_FLAG_FLUSH)
+        from pyverbs.wr import SGE
+        access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND
+        odp = MR(self.pd, 8192, access)
+        odp.write(b'paged', 5)
+        self.assertEqual(odp.read(5, 0), b'paged')
+        sge = SGE(odp.buf, 4096, odp.lkey)
+        self.assertEqual(self.pd.advise_mr(_IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, _IBV_ADVISE_MR_FLAG_FLUSH, [sge]), 0)
+        self.assertEqual(self.pd.advise_mr(_IBV_ADVISE_MR_ADVICE_PREFETCH, 0, [sge]), 0)
+        pinned = MR(self.pd, 4096, IBV_ACCESS_LOCAL_WRITE)
+        with self.assertRaises(PyverbsRDMAError) as cm:
+            self.pd.advise_mr(_IBV_ADVISE_MR_ADVICE_PREFETCH, _IBV_ADVISE_MR_FLAG_FLUSH,
+                              [SGE(pinned.buf, 64, pinned.lkey)])
+        self.assertEqual(cm.exception.error_code, errno.ENOENT)
+        self.assertTrue(str(cm.exception).startswith('Failed to advise MR'))
+        with self.assertRaises(PyverbsRDMAError) as cm:
+            self.pd.advise_mr(_IBV_ADVISE_MR_ADVICE_PREFETCH, 0, [])
+        self.assertEqual(cm.exception.error_code, errno.EINVAL)
+        with self.assertRaises(TypeError):
+            self.pd.advise_mr(_IBV_ADVISE_MR_ADVICE_PREFETCH, 0, [sge, 'not an SGE'])
+
+    def test_implicit(self):
+        from pyverbs.libibverbs_enums import IBV_ACCESS_ON_DEMAND, IBV_ODP_SUPPORT_IMPLICIT
+        if not self.ctx.query_device_ex().odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT:
+            raise unittest.SkipTest('no implicit on-demand MR')
+        mr = MR(self.pd, 0, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND, implicit=True)
+        self.assertEqual(mr.length, 2**64 - 1)
+        mr.close()
+
+
 class RegistrationExtras(DeviceTestCase):
     """Each answers EOPNOTSUPP on our library and emulated device (see the
     man pages); where one works, it is exercised."""

@@ -59,7 +59,12 @@ srq)          prog=ibv_srq_pingpong args=(-g 0 -c -n 50) ;;
 srq_events)   prog=ibv_srq_pingpong args=(-g 0 -c -e -q 4 -s 1 -n 50) ;;
 srq_2dev)     prog=ibv_srq_pingpong args=(-g 0 -c -q 2 -n 50) sargs=(-d mlx5_1) cargs=(-d mlx5_0); two_devices ;;
 srq_roce)     prog=ibv_srq_pingpong args=(-g 3 -c -q 4 -m 2048 -s 65536 -n 20); roce ;;
-rc_odp|srq_odp) ;;
+# on-demand paging: an MR that pins nothing (-o), the implicit MR over the
+# whole address space with its pages prefetched (-O -P)
+rc_odp)       prog=ibv_rc_pingpong  args=(-g 0 -c -o -n 100) ;;
+rc_iodp)      prog=ibv_rc_pingpong  args=(-g 0 -c -O -P -n 100) ;;
+srq_odp)      prog=ibv_srq_pingpong args=(-g 0 -c -o -q 2 -n 50) ;;
+rc_odp_off|srq_odp_off) ;;
 *) echo "pingpong.sh: unknown case $case" >&2; exit 2 ;;
 esac
 
@@ -79,16 +84,20 @@ opt() {
 }
 
 case $case in
-rc_odp|srq_odp)
-	# The emulated device reports no ODP (ibv_devinfo: general_odp_caps
-	# empty, rc_odp_caps NO SUPPORT), as a ConnectX whose kernel has
-	# ODP off. Debian's program must refuse --odp as it does on such a
-	# device: its own message on stderr, exit status 1, before it listens.
-	prog=ibv_${case%_odp}_pingpong
+rc_odp_off|srq_odp_off)
+	# A device without page faults (config "odp off": ibv_devinfo shows
+	# general_odp_caps empty, rc_odp_caps NO SUPPORT), as a ConnectX whose
+	# kernel has ODP off. The program must refuse --odp as it does on such
+	# a device: its own message on stderr, exit status 1, before it listens.
+	config odp-off <<-'EOF'
+	device mlx5_0
+	odp off
+	EOF
+	prog=ibv_${case%_odp_off}_pingpong
 	need "$prog"
 	sim odp "$prog" -g 0 --odp -p "$PORT"
 	[ "$RC" -eq 1 ] || fail "$prog --odp: exit $RC, want 1"
-	if [ "$case" = rc_odp ]; then
+	if [ "$case" = rc_odp_off ]; then
 		msg="The device isn't ODP capable or does not support RC send and receive with ODP"
 	else
 		msg="The device isn't ODP capable or does not support RC send, receive and srq with ODP"

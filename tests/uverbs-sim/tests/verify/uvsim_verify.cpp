@@ -1473,6 +1473,155 @@ CASE(loc_prot) {
     }
 }
 
+// On-demand paging: the capabilities, MRs that pin nothing (memory mapped
+// after the registration), the implicit MR over the whole address space,
+// and ibv_advise_mr's answers.
+CASE(odp) {
+    Dev d = open_dev("mlx5_0");
+    ibv_device_attr_ex ax{};
+    CHECK_OK(ibv_query_device_ex(d.ctx, nullptr, &ax));
+    constexpr uint32_t kEvery = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+        IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+    const ibv_odp_caps& oc = ax.odp_caps;
+    const bool odp = oc.general_caps != 0;
+    const char* cfgfile = getenv("UVERBS_SIM_CONFIG");
+    const bool want_odp = !cfgfile || !strstr(cfgfile, "odp-off");
+    CHECK_EQ(odp, want_odp);
+    constexpr int kOdp = kAll | IBV_ACCESS_ON_DEMAND;
+    if (!odp) {
+        // a device without page faults: the MR and the advice are refused
+        CHECK_EQ(oc.per_transport_caps.rc_odp_caps, 0u);
+        CHECK_EQ(ax.xrc_odp_caps, 0u);
+        std::vector<uint8_t> mem(4096);
+        errno = 0;
+        CHECK(!ibv_reg_mr(d.pd, mem.data(), mem.size(), kOdp));
+        CHECK_EQ(errno, EOPNOTSUPP);
+        Buf b = mkbuf(d.pd, 4096);
+        ibv_sge s = sge(b, 0, 64);
+        CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &s, 1), EOPNOTSUPP);
+        return;
+    }
+    CHECK_EQ(oc.general_caps, uint64_t(IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT));
+    CHECK_EQ(oc.per_transport_caps.rc_odp_caps, kEvery);
+    CHECK_EQ(oc.per_transport_caps.uc_odp_caps, 0u);
+    CHECK_EQ(oc.per_transport_caps.ud_odp_caps, uint32_t(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_SRQ_RECV));
+    CHECK_EQ(ax.xrc_odp_caps, kEvery);
+
+    // (1) an MR over memory that is not there yet: nothing is pinned, the
+    // pages are looked up when the device touches them
+    const size_t len = 1 << 16;
+    void* area = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(area != MAP_FAILED);
+    CHECK_OK(munmap(area, len));
+    errno = 0;
+    CHECK(!ibv_reg_mr(d.pd, area, len, kAll));  // a pinned MR needs the pages
+    CHECK_EQ(errno, EFAULT);
+    ibv_mr* lazy = ibv_reg_mr(d.pd, area, len, kOdp);
+    CHECK(lazy);
+    ibv_sge ls{reinterpret_cast<uint64_t>(area), 4096, lazy->lkey};
+    // prefetching absent pages: EFAULT with a fault, nothing without
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &ls, 1), EFAULT);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH, &ls, 1), 0);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &ls, 1), 0);  // queued: not reported
+    void* back = mmap(area, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    CHECK(back == area);
+    uint8_t* mem = static_cast<uint8_t*>(area);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &ls, 1), 0);
+    {
+        auto [a, b] = pair(d);
+        Buf rb = mkbuf(d.pd, len);
+        for (size_t i = 0; i < 3000; ++i)
+            mem[i] = static_cast<uint8_t>(i * 7);
+        post_recv(b, 1, {sge(rb, 0, 4096)});
+        post(a, {.wr_id = 1, .sges = {ibv_sge{reinterpret_cast<uint64_t>(mem), 3000, lazy->lkey}}});
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, 1, IBV_WC_SEND));
+        check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 1, 3000));
+        SAME(rb.p, mem, 3000, "sent from an on-demand MR");
+        // the peer writes into it, reads it, and adds to it
+        fill(rb, 0, 2048, 5);
+        post(b,
+             {.op = IBV_WR_RDMA_WRITE,
+              .wr_id = 2,
+              .sges = {sge(rb, 0, 2048)},
+              .raddr = reinterpret_cast<uint64_t>(mem + 8192),
+              .rkey = lazy->rkey});
+        check_wc(__LINE__, POLL1(b.scq), send_want(b, 2, IBV_WC_RDMA_WRITE));
+        SAME(mem + 8192, rb.p, 2048, "written into an on-demand MR");
+        post(b,
+             {.op = IBV_WR_RDMA_READ,
+              .wr_id = 3,
+              .sges = {sge(rb, 4096, 100)},
+              .raddr = reinterpret_cast<uint64_t>(mem + 50),
+              .rkey = lazy->rkey});
+        check_wc(__LINE__, POLL1(b.scq), send_want(b, 3, IBV_WC_RDMA_READ, 100));
+        SAME(rb.p + 4096, mem + 50, 100, "read from an on-demand MR");
+        uint64_t* t = reinterpret_cast<uint64_t*>(mem + 16384);
+        *t = 40;
+        post(b,
+             {.op = IBV_WR_ATOMIC_FETCH_AND_ADD,
+              .wr_id = 4,
+              .sges = {sge(rb, 8192, 8)},
+              .raddr = reinterpret_cast<uint64_t>(t),
+              .rkey = lazy->rkey,
+              .swap = 2});
+        check_wc(__LINE__, POLL1(b.scq), send_want(b, 4, IBV_WC_FETCH_ADD, 8));
+        CHECK_EQ(*t, 42u);
+    }
+
+    // (2) advice the device refuses
+    Buf plain = mkbuf(d.pd, 4096);
+    ibv_sge ps = sge(plain, 0, 64);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &ps, 1), ENOENT);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &ps, 1), EINVAL);
+    ibv_pd* other = ibv_alloc_pd(d.ctx);
+    CHECK(other);
+    CHECK_EQ(ibv_advise_mr(other, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &ls, 1), ENOENT);
+    ibv_sge beyond{reinterpret_cast<uint64_t>(mem) + len - 10, 20, lazy->lkey};
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &beyond, 1), EFAULT);
+    CHECK_EQ(ibv_advise_mr(d.pd, static_cast<ibv_advise_mr_advice>(7), IBV_ADVISE_MR_FLAG_FLUSH, &ls, 1), EOPNOTSUPP);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &ls, 1), EINVAL);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &ls, 0), EINVAL);
+    std::vector<uint8_t> ro_mem(4096);
+    ibv_mr* ro = ibv_reg_mr(d.pd, ro_mem.data(), ro_mem.size(), IBV_ACCESS_ON_DEMAND);
+    CHECK(ro);
+    ibv_sge rs{reinterpret_cast<uint64_t>(ro_mem.data()), 64, ro->lkey};
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &rs, 1), ENOENT);
+    CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &rs, 1), 0);
+    CHECK_OK(ibv_dereg_mr(ro));
+
+    // (3) the implicit MR: every address of the process, at its own address
+    errno = 0;
+    CHECK(!ibv_reg_mr_iova(d.pd, nullptr, SIZE_MAX, 4096, kOdp));
+    CHECK_EQ(errno, EINVAL);
+    ibv_mr* all = ibv_reg_mr(d.pd, nullptr, SIZE_MAX, kOdp);
+    CHECK(all);
+    CHECK_EQ(all->length, SIZE_MAX);
+    {
+        auto [a, b] = pair(d);
+        std::vector<uint8_t> src(5000), dst(5000, 0xee), far(600, 0);
+        for (size_t i = 0; i < src.size(); ++i)
+            src[i] = static_cast<uint8_t>(i * 13 + 1);
+        post_recv(b, 5, {ibv_sge{reinterpret_cast<uint64_t>(dst.data()), 5000, all->lkey}});
+        post(a, {.wr_id = 5, .sges = {ibv_sge{reinterpret_cast<uint64_t>(src.data()), 5000, all->lkey}}});
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, 5, IBV_WC_SEND));
+        check_wc(__LINE__, POLL1(b.rcq), recv_want(b, a, 5, 5000));
+        SAME(dst.data(), src.data(), 5000, "sent through the implicit MR");
+        post(a,
+             {.op = IBV_WR_RDMA_WRITE,
+              .wr_id = 6,
+              .sges = {ibv_sge{reinterpret_cast<uint64_t>(src.data()), 600, all->lkey}},
+              .raddr = reinterpret_cast<uint64_t>(far.data()),
+              .rkey = all->rkey});
+        check_wc(__LINE__, POLL1(a.scq), send_want(a, 6, IBV_WC_RDMA_WRITE));
+        SAME(far.data(), src.data(), 600, "written through the implicit MR");
+        ibv_sge is{reinterpret_cast<uint64_t>(src.data()), 5000, all->lkey};
+        CHECK_EQ(ibv_advise_mr(d.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &is, 1), 0);
+    }
+    CHECK_OK(ibv_dereg_mr(all));
+    CHECK_OK(ibv_dereg_mr(lazy));
+    CHECK_OK(munmap(area, len));
+}
+
 CASE(loc_len) {
     Dev d = open_dev("mlx5_0");
     auto [a, b] = pair(d);
