@@ -600,6 +600,7 @@ constexpr WriteCmd kWriteExCmds[] = {
     {IB_USER_VERBS_EX_CMD_CREATE_WQ, offsetof(ib_uverbs_ex_create_wq, create_flags),
      offsetof(ib_uverbs_ex_create_wq_resp, wqn) + 4},
     {IB_USER_VERBS_EX_CMD_MODIFY_WQ, offsetof(ib_uverbs_ex_modify_wq, flags), 0},
+    {IB_USER_VERBS_EX_CMD_MODIFY_CQ, sizeof(ib_uverbs_ex_modify_cq), 0},
     {IB_USER_VERBS_EX_CMD_DESTROY_WQ, sizeof(ib_uverbs_ex_destroy_wq),
      offsetof(ib_uverbs_ex_destroy_wq_resp, events_reported) + 4},
     {IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL, sizeof(ib_uverbs_ex_create_rwq_ind_table),
@@ -1062,7 +1063,7 @@ int m_dm_free(Bundle& b) { return free_dm(b.c, b.handle(UVERBS_ATTR_FREE_DM_HAND
 // mlx5's DM_QUERY (ibv_import_dm): where the memory is mapped, and its size.
 int m_mlx5_dm_query(Bundle& b) {
     const Dm* dm = b.c.get<Dm>(b.handle(MLX5_IB_ATTR_QUERY_DM_REQ_HANDLE), ObjType::Dm);
-    const uint64_t start = 0, length = dm->length;
+    const uint64_t start = 0, length = dm->size;
     const uint16_t page = static_cast<uint16_t>(dm->page_idx);
     int e = b.copy_to(MLX5_IB_ATTR_QUERY_DM_RESP_START_OFFSET, &start, sizeof start);
     if (!e)
@@ -1281,7 +1282,7 @@ const std::vector<Method>& methods() {
             {idr(UVERBS_ATTR_ALLOC_DM_HANDLE, UVERBS_OBJECT_DM, Access::New, true),
              in_sized(UVERBS_ATTR_ALLOC_DM_LENGTH, u64s, true), in_sized(UVERBS_ATTR_ALLOC_DM_ALIGNMENT, u32s, true),
              out_sized(MLX5_IB_ATTR_ALLOC_DM_RESP_START_OFFSET, u64s, true),
-             out_sized(MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX, sizeof(uint16_t), true),
+             out_sized(MLX5_IB_ATTR_ALLOC_DM_RESP_PAGE_INDEX, sizeof(uint16_t), false),
              const_in(MLX5_IB_ATTR_ALLOC_DM_REQ_TYPE, false)},
             false, m_dm_alloc);
         add(UVERBS_OBJECT_DM, UVERBS_METHOD_DM_FREE,

@@ -662,6 +662,20 @@ int cmd_ex_modify_wq(Cmd& m) {
     return modify_wq(m.c, q, m.drv_in_len, m.drv_in);
 }
 
+// EX_MODIFY_CQ: the core wants a mask of known bits (none: EINVAL; beyond
+// moderation: EOPNOTSUPP) and a zero reserved word.
+int cmd_ex_modify_cq(Cmd& m) {
+    ib_uverbs_ex_modify_cq q{};
+    if (m.in_len < sizeof q)
+        return -EINVAL;
+    memcpy(&q, m.in, sizeof q);
+    if (!q.attr_mask || q.reserved)
+        return -EINVAL;
+    if (q.attr_mask > 1)  // IB_CQ_MODERATE
+        return -EOPNOTSUPP;
+    return moderate_cq(m.c, q.cq_handle, q.attr.cq_count, q.attr.cq_period);
+}
+
 // An extended command's core part whose size is fixed: too short EINVAL,
 // copied into q; a comp_mask this model knows no bit of answers `bad_mask`
 // (EINVAL, or EOPNOTSUPP where mlx5_ib says so). 0 when q is ready.
@@ -861,6 +875,7 @@ ssize_t uverbs_write(Context& c, const void* buf, size_t len) {
         case IB_USER_VERBS_EX_CMD_DESTROY_FLOW: r = cmd_ex_destroy_flow(m); break;
         case IB_USER_VERBS_EX_CMD_CREATE_WQ: r = cmd_ex_create_wq(m); break;
         case IB_USER_VERBS_EX_CMD_MODIFY_WQ: r = cmd_ex_modify_wq(m); break;
+        case IB_USER_VERBS_EX_CMD_MODIFY_CQ: r = cmd_ex_modify_cq(m); break;
         case IB_USER_VERBS_EX_CMD_DESTROY_WQ: r = cmd_ex_destroy_wq(m); break;
         case IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL: r = cmd_ex_create_rwq_ind_tbl(m); break;
         case IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL: r = cmd_ex_destroy_rwq_ind_tbl(m); break;

@@ -362,11 +362,24 @@ bool fire_events() {
                 cq->armed = true;
                 cq->armed_solicited = (h & MLX5_CQ_DB_REQ_NOT_SOL) != 0;
                 cq->arm_ci = h & 0xffffff;
+                cq->mod_base = cq->arm_ci;
+                cq->pending_since_ns = 0;
                 UVSIM_TRACE("cq 0x%x armed%s at ci %u", cq->cqn, cq->armed_solicited ? " (solicited)" : "", cq->arm_ci);
                 break;
             }
         }
         if (cq->armed && !cq->armed_solicited && cq->pi != cq->arm_ci) {
+            if (cq->mod_count || cq->mod_period) {
+                const uint64_t now = now_ns();
+                if (!cq->pending_since_ns)
+                    cq->pending_since_ns = now;
+                const uint32_t pending = (cq->pi - cq->mod_base) & 0xffffff;
+                const bool due = (cq->mod_count && pending >= cq->mod_count) ||
+                    (cq->mod_period && now - cq->pending_since_ns >= uint64_t(cq->mod_period) * 1000);
+                if (!due)
+                    continue;
+                cq->pending_since_ns = 0;
+            }
             cq->armed = false;
             ++cq->comp_events;
             ib_uverbs_comp_event_desc d{cq->user_handle};

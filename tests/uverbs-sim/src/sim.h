@@ -261,6 +261,12 @@ struct Cq : Object {
     uint32_t last_arm = 0;
     bool armed = false, armed_solicited = false;
     uint32_t arm_ci = 0;
+    // Event moderation (ibv_modify_cq): an armed CQ's event waits for
+    // mod_count CQEs or mod_period microseconds after the first of them
+    // (0: that bound is off; both 0: no moderation).
+    uint16_t mod_count = 0, mod_period = 0;
+    uint64_t pending_since_ns = 0;
+    uint32_t mod_base = 0;  // the consumer index the CQ was armed at
     uint32_t comp_events = 0;  // delivered (reported in destroy response)
     uint32_t async_events = 0;
     bool overrun = false;
@@ -367,7 +373,8 @@ struct Uar : Object {
 // DM MRs). Here a memory file: the model's own view of it is `view`, the
 // application maps the same file.
 struct Dm : Object {
-    uint64_t length = 0;  // as allocated: rounded up to 64 bytes
+    uint64_t length = 0;  // as asked for (the core's bound for DM MRs)
+    uint64_t size = 0;  // as allocated: rounded up to 64 bytes
     uint32_t page_idx = 0;  // the mmap entry's index
     int fd = -1;
     uint8_t* view = nullptr;

@@ -524,7 +524,7 @@ Dm::~Dm() {
         libc().munmap(view, map_len);
     if (fd >= 0)
         libc().close(fd);
-    sim().dm_used -= length;
+    sim().dm_used -= size;
 }
 
 // mlx5_ib's MEMIC allocation: sizes in 64-byte units, the device's bytes
@@ -553,7 +553,8 @@ int alloc_dm(Context& c, uint64_t length, uint32_t log_align, uint64_t type, uin
     if (v == MAP_FAILED)
         return -ENOMEM;
     dm->view = static_cast<uint8_t*>(v);
-    dm->length = size;
+    dm->length = length;
+    dm->size = size;
     sim().dm_used += size;
     dm->page_idx = sim().next_dm_page++;
     start_offset = 0;  // each allocation starts a page of its own
@@ -1265,6 +1266,18 @@ int resize_cq(Context& c, uint32_t handle, uint32_t cqe, const mlx5_ib_resize_cq
                 (unsigned long long)drv.buf_addr);
     engine_cq_resize(*cq, drv.buf_addr, n, drv.cqe_size);
     cqe_out = n - 1;
+    return 0;
+}
+
+int moderate_cq(Context& c, uint32_t handle, uint16_t count, uint16_t period) {
+    Cq* cq = c.get<Cq>(handle, ObjType::Cq);
+    if (!cq)
+        return -EINVAL;
+    if (period > 0xfff)
+        return -EINVAL;
+    cq->mod_count = count;
+    cq->mod_period = period;
+    UVSIM_TRACE("cq 0x%x moderation: %u CQEs or %u us", cq->cqn, count, period);
     return 0;
 }
 

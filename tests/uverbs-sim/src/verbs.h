@@ -82,6 +82,8 @@ struct CqArgs {
 };
 int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, uint32_t& cqn);
 int destroy_cq(Context& c, uint32_t handle, ib_uverbs_destroy_cq_resp& r);
+// EX_MODIFY_CQ's moderation (mlx5_ib: a period beyond 0xfff is EINVAL).
+int moderate_cq(Context& c, uint32_t handle, uint16_t count, uint16_t period);
 int resize_cq(Context& c, uint32_t handle, uint32_t cqe, const mlx5_ib_resize_cq& drv, size_t drv_len,
               uint32_t& cqe_out);
 

@@ -1247,6 +1247,74 @@ CASE(comp_channel) {
     CHECK_OK(ibv_destroy_cq(b.rcq));  // returns: every event was acknowledged
 }
 
+// Event moderation (ibv_modify_cq): an armed CQ's event waits for the
+// count of CQEs, or for the period after the first of them; the refusals.
+CASE(cq_moderation) {
+    Dev d = open_dev("mlx5_0");
+    ibv_device_attr_ex ax{};
+    CHECK_OK(ibv_query_device_ex(d.ctx, nullptr, &ax));
+    CHECK_EQ(ax.cq_mod_caps.max_cq_count, 0xffffu);
+    CHECK_EQ(ax.cq_mod_caps.max_cq_period, 0xfffu);
+    ibv_comp_channel* ch = ibv_create_comp_channel(d.ctx);
+    CHECK(ch);
+    QpOpts ob;
+    ob.ch = ch;
+    Q a = mkqp(d, QpOpts{}), b = mkqp(d, ob);
+    connect(a, b);
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
+    for (int i = 0; i < 16; ++i)
+        post_recv(b, i, {sge(rb, 0, 4096)});
+    ibv_modify_cq_attr m{};
+    m.attr_mask = IBV_CQ_ATTR_MODERATE;
+    m.moderate.cq_period = 0x1000;  // beyond the device's period
+    CHECK_EQ(ibv_modify_cq(b.rcq, &m), EINVAL);
+    m.attr_mask = IBV_CQ_ATTR_RESERVED;
+    CHECK_EQ(ibv_modify_cq(b.rcq, &m), EINVAL);
+    m.attr_mask = 0;
+    CHECK_EQ(ibv_modify_cq(b.rcq, &m), EINVAL);
+    ibv_cq* got = nullptr;
+    // three CQEs per event, whatever the time
+    m.attr_mask = IBV_CQ_ATTR_MODERATE;
+    m.moderate.cq_count = 3;
+    m.moderate.cq_period = 0;
+    CHECK_OK(ibv_modify_cq(b.rcq, &m));
+    CHECK_OK(ibv_req_notify_cq(b.rcq, 0));
+    uint64_t id = 0;
+    for (int i = 0; i < 2; ++i, ++id)
+        post(a, {.wr_id = id, .sges = {sge(sb, 0, 8)}});
+    for (int i = 0; i < 2; ++i)
+        POLL1(a.scq);
+    CHECK(!chan_wait(ch, 200, &got));  // two are not enough
+    post(a, {.wr_id = id++, .sges = {sge(sb, 0, 8)}});
+    CHECK(chan_wait(ch, 5000, &got));
+    CHECK(got == b.rcq);
+    for (int i = 0; i < 3; ++i)
+        POLL1(b.rcq);
+    POLL1(a.scq);
+    // a period of 4 ms: one CQE waits for it
+    m.moderate.cq_count = 100;
+    m.moderate.cq_period = 4000;
+    CHECK_OK(ibv_modify_cq(b.rcq, &m));
+    CHECK_OK(ibv_req_notify_cq(b.rcq, 0));
+    const uint64_t t0 = ms_now();
+    post(a, {.wr_id = id++, .sges = {sge(sb, 0, 8)}});
+    CHECK(chan_wait(ch, 5000, &got));
+    CHECK(ms_now() - t0 >= 4);
+    POLL1(b.rcq);
+    POLL1(a.scq);
+    // moderation off: the next CQE fires
+    m.moderate.cq_count = 0;
+    m.moderate.cq_period = 0;
+    CHECK_OK(ibv_modify_cq(b.rcq, &m));
+    CHECK_OK(ibv_req_notify_cq(b.rcq, 0));
+    post(a, {.wr_id = id++, .sges = {sge(sb, 0, 8)}});
+    CHECK(chan_wait(ch, 5000, &got));
+    POLL1(b.rcq);
+    POLL1(a.scq);
+    CHECK_OK(ibv_destroy_qp(b.qp));
+    CHECK_OK(ibv_destroy_cq(b.rcq));  // every event was acknowledged
+}
+
 // after an error: everything posted later flushes, sends and receives, in order
 void check_flush_after(Q& a, Buf& b, uint64_t base) {
     CHECK_EQ(qp_state(a), IBV_QPS_ERR);
@@ -1620,6 +1688,138 @@ CASE(odp) {
     CHECK_OK(ibv_dereg_mr(all));
     CHECK_OK(ibv_dereg_mr(lazy));
     CHECK_OK(munmap(area, len));
+}
+
+// Device memory (MEMIC): allocation, the 4-byte copies and their refusals,
+// zero-based DM MRs as send, receive and RDMA targets, EBUSY while an MR
+// uses it, exhaustion, and mlx5dv_alloc_dm's types.
+CASE(dm) {
+    Dev d = open_dev("mlx5_0");
+    ibv_device_attr_ex ax{};
+    CHECK_OK(ibv_query_device_ex(d.ctx, nullptr, &ax));
+    const char* cfgfile = getenv("UVERBS_SIM_CONFIG");
+    if (cfgfile && strstr(cfgfile, "dm-off")) {
+        // a device without device memory
+        CHECK_EQ(ax.max_dm_size, 0u);
+        ibv_alloc_dm_attr a{.length = 64, .log_align_req = 0, .comp_mask = 0};
+        errno = 0;
+        CHECK(!ibv_alloc_dm(d.ctx, &a));
+        CHECK_EQ(errno, EINVAL);  // more than the device has
+        return;
+    }
+    CHECK_EQ(ax.max_dm_size, 131072u);
+    ibv_alloc_dm_attr a{.length = 4096, .log_align_req = 3, .comp_mask = 0};
+    ibv_dm* dm = ibv_alloc_dm(d.ctx, &a);
+    CHECK(dm);
+    // copies: 4-byte units inside what was asked for
+    uint8_t src[256], back[256];
+    for (int i = 0; i < 256; ++i)
+        src[i] = static_cast<uint8_t>(i * 3 + 1);
+    CHECK_EQ(ibv_memcpy_to_dm(dm, 0, src, 256), 0);
+    CHECK_EQ(ibv_memcpy_from_dm(back, dm, 0, 256), 0);
+    SAME(back, src, 256, "device memory copied back");
+    CHECK_EQ(ibv_memcpy_to_dm(dm, 1, src, 16), EINVAL);
+    CHECK_EQ(ibv_memcpy_to_dm(dm, 0, src, 15), EINVAL);
+    CHECK_EQ(ibv_memcpy_from_dm(back, dm, 2, 16), EINVAL);
+    CHECK_EQ(ibv_memcpy_to_dm(dm, 4088, src, 16), EFAULT);
+    CHECK_EQ(ibv_memcpy_from_dm(back, dm, 4096, 4), EFAULT);
+    // allocations refused
+    ibv_alloc_dm_attr big{.length = ax.max_dm_size + 1, .log_align_req = 0, .comp_mask = 0};
+    ibv_alloc_dm_attr mask{.length = 64, .log_align_req = 0, .comp_mask = 1};
+    ibv_alloc_dm_attr zero{.length = 0, .log_align_req = 0, .comp_mask = 0};
+    for (ibv_alloc_dm_attr* bad : {&big, &mask, &zero}) {
+        errno = 0;
+        CHECK(!ibv_alloc_dm(d.ctx, bad));
+        CHECK_EQ(errno, EINVAL);
+    }
+    // MRs: zero-based, local and remote access only, inside the memory
+    const unsigned kAcc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+        IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED;
+    errno = 0;
+    CHECK(!ibv_reg_dm_mr(d.pd, dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE));
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(!ibv_reg_dm_mr(d.pd, dm, 0, 4096, kAcc | IBV_ACCESS_MW_BIND));
+    CHECK_EQ(errno, EINVAL);
+    errno = 0;
+    CHECK(!ibv_reg_dm_mr(d.pd, dm, 64, 4096, kAcc));
+    CHECK_EQ(errno, EINVAL);
+    {
+        // the bound is the length asked for, not the 64-byte units allocated
+        ibv_alloc_dm_attr small{.length = 100, .log_align_req = 0, .comp_mask = 0};
+        ibv_dm* s100 = ibv_alloc_dm(d.ctx, &small);
+        CHECK(s100);
+        errno = 0;
+        CHECK(!ibv_reg_dm_mr(d.pd, s100, 0, 104, kAcc));
+        CHECK_EQ(errno, EINVAL);
+        CHECK_EQ(ibv_memcpy_to_dm(s100, 100, src, 4), EFAULT);
+        CHECK_OK(ibv_free_dm(s100));
+    }
+    ibv_mr* mr = ibv_reg_dm_mr(d.pd, dm, 1024, 2048, kAcc);
+    CHECK(mr);
+    CHECK(mr->addr == nullptr);
+    CHECK_EQ(mr->length, 2048u);
+    CHECK_EQ(ibv_free_dm(dm), EBUSY);  // its MR first
+    {
+        auto [qa, qb] = pair(d);
+        Buf rb = mkbuf(d.pd, 8192), sb = mkbuf(d.pd, 8192);
+        // a send from device memory (SGE addresses are offsets in the MR,
+        // which starts at DM offset 1024)
+        CHECK_EQ(ibv_memcpy_to_dm(dm, 1024 + 16, src, 200), 0);
+        post_recv(qb, 1, {sge(rb, 0, 4096)});
+        post(qa, {.wr_id = 1, .sges = {ibv_sge{16, 200, mr->lkey}}});
+        check_wc(__LINE__, POLL1(qa.scq), send_want(qa, 1, IBV_WC_SEND));
+        check_wc(__LINE__, POLL1(qb.rcq), recv_want(qb, qa, 1, 200));
+        SAME(rb.p, src, 200, "sent from device memory");
+        // a receive into device memory
+        fill(sb, 0, 512, 9);
+        post_recv(qb, 2, {ibv_sge{512, 512, mr->lkey}});
+        post(qa, {.wr_id = 2, .sges = {sge(sb, 0, 512)}});
+        check_wc(__LINE__, POLL1(qa.scq), send_want(qa, 2, IBV_WC_SEND));
+        check_wc(__LINE__, POLL1(qb.rcq), recv_want(qb, qa, 2, 512));
+        CHECK_EQ(ibv_memcpy_from_dm(back, dm, 1024 + 512, 256), 0);
+        SAME(back, sb.p, 256, "received into device memory");
+        // the peer writes into it and reads it through the rkey
+        fill(sb, 1024, 300, 11);
+        post(qa, {.op = IBV_WR_RDMA_WRITE, .wr_id = 3, .sges = {sge(sb, 1024, 300)}, .raddr = 1200, .rkey = mr->rkey});
+        check_wc(__LINE__, POLL1(qa.scq), send_want(qa, 3, IBV_WC_RDMA_WRITE));
+        uint8_t w[300];
+        CHECK_EQ(ibv_memcpy_from_dm(w, dm, 1024 + 1200, 298), EINVAL);  // no multiple of 4
+        CHECK_EQ(ibv_memcpy_from_dm(w, dm, 1024 + 1200, 300), 0);
+        SAME(w, sb.p + 1024, 300, "written into device memory by the peer");
+        post(qa, {.op = IBV_WR_RDMA_READ, .wr_id = 4, .sges = {sge(sb, 4096, 100)}, .raddr = 1200, .rkey = mr->rkey});
+        check_wc(__LINE__, POLL1(qa.scq), send_want(qa, 4, IBV_WC_RDMA_READ, 100));
+        SAME(sb.p + 4096, sb.p + 1024, 100, "read from device memory by the peer");
+        // beyond the MR: a remote access error
+        post(qa, {.op = IBV_WR_RDMA_WRITE, .wr_id = 5, .sges = {sge(sb, 0, 64)}, .raddr = 2048 - 32, .rkey = mr->rkey});
+        check_wc(__LINE__, POLL1(qa.scq), err_want(qa, 5, IBV_WC_REM_ACCESS_ERR));
+    }
+    CHECK_OK(ibv_dereg_mr(mr));
+    CHECK_OK(ibv_free_dm(dm));
+    // the device's 128 KiB run out (the kernel's ENOMEM)
+    std::vector<ibv_dm*> all;
+    ibv_alloc_dm_attr q{.length = 16384, .log_align_req = 0, .comp_mask = 0};
+    for (ibv_dm* x; (x = ibv_alloc_dm(d.ctx, &q));)
+        all.push_back(x);
+    CHECK_EQ(errno, ENOMEM);
+    CHECK_EQ(all.size(), 8u);
+    for (ibv_dm* x : all)
+        CHECK_OK(ibv_free_dm(x));
+    // mlx5dv_alloc_dm: MEMIC as ibv_alloc_dm; the steering memory types
+    // need what this device lacks
+    mlx5dv_alloc_dm_attr t{.type = MLX5DV_DM_TYPE_MEMIC, .comp_mask = 0};
+    ibv_alloc_dm_attr s{.length = 256, .log_align_req = 0, .comp_mask = 0};
+    ibv_dm* dv = mlx5dv_alloc_dm(d.ctx, &s, &t);
+    CHECK(dv);
+    CHECK_EQ(ibv_memcpy_to_dm(dv, 0, src, 256), 0);
+    errno = 0;
+    CHECK(!mlx5dv_dm_map_op_addr(dv, 0));
+    CHECK(errno != 0);
+    CHECK_OK(ibv_free_dm(dv));
+    t.type = MLX5DV_DM_TYPE_STEERING_SW_ICM;
+    errno = 0;
+    CHECK(!mlx5dv_alloc_dm(d.ctx, &s, &t));
+    CHECK_EQ(errno, EOPNOTSUPP);
 }
 
 CASE(loc_len) {
