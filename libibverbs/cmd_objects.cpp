@@ -190,6 +190,51 @@ int Context::cmd_query_mr(ibv_pd* pd, uint32_t mr_handle, VerbsMr* mr) {
     return 0;
 }
 
+int Context::cmd_alloc_dm(const ibv_alloc_dm_attr* attr, ibv_dm* dm, Ioctl<8>& io) {
+    const uint64_t length = attr->length;
+    const uint32_t align = attr->log_align_req;
+    ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_ALLOC_DM_HANDLE);
+    io.in(UVERBS_ATTR_ALLOC_DM_LENGTH, length);
+    io.in(UVERBS_ATTR_ALLOC_DM_ALIGNMENT, align);
+    if (int e = io.execute(cmd_fd()))
+        return e;
+    dm->context = ibv();
+    dm->handle = static_cast<uint32_t>(h.data);
+    dm->comp_mask = IBV_DM_MASK_HANDLE;
+    return 0;
+}
+
+int Context::cmd_free_dm(ibv_dm* dm) {
+    Ioctl<1> io(UVERBS_OBJECT_DM, UVERBS_METHOD_DM_FREE, driver_id());
+    io.idr_in(UVERBS_ATTR_FREE_DM_HANDLE, dm->handle);
+    return io.execute(cmd_fd());
+}
+
+int Context::cmd_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access, VerbsMr* mr) {
+    const uint64_t len = length;
+    uint32_t lkey = 0, rkey = 0;
+    Ioctl<8> io(UVERBS_OBJECT_MR, UVERBS_METHOD_DM_MR_REG, driver_id());
+    ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_REG_DM_MR_HANDLE);
+    io.out(UVERBS_ATTR_REG_DM_MR_RESP_LKEY, lkey);
+    io.out(UVERBS_ATTR_REG_DM_MR_RESP_RKEY, rkey);
+    io.idr_in(UVERBS_ATTR_REG_DM_MR_PD_HANDLE, pd->handle);
+    io.idr_in(UVERBS_ATTR_REG_DM_MR_DM_HANDLE, dm->handle);
+    io.in(UVERBS_ATTR_REG_DM_MR_OFFSET, offset);
+    io.in(UVERBS_ATTR_REG_DM_MR_LENGTH, len);
+    io.in(UVERBS_ATTR_REG_DM_MR_ACCESS_FLAGS, access);
+    if (int e = io.execute(cmd_fd()))
+        return e;
+    mr->mr.context = ibv();
+    mr->mr.pd = pd;
+    mr->mr.addr = nullptr;  // zero-based: SGEs name offsets into the MR
+    mr->mr.length = length;
+    mr->mr.handle = static_cast<uint32_t>(h.data);
+    mr->mr.lkey = lkey;
+    mr->mr.rkey = rkey;
+    mr->access = static_cast<int>(access);
+    return 0;
+}
+
 int Context::cmd_advise_mr(ibv_pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge) {
     // The list travels as one attribute, whose length field is 16 bits.
     if (uint64_t(num_sge) * sizeof(ibv_sge) > UINT16_MAX)
@@ -874,6 +919,19 @@ int Context::cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr, const Udata& u) 
     if (attr->attr_mask & IBV_WQ_ATTR_STATE)
         wq->state = attr->wq_state;
     return 0;
+}
+
+int Context::cmd_modify_cq(ibv_cq* cq, const ibv_modify_cq_attr* attr) {
+    if (attr->attr_mask >= IBV_CQ_ATTR_RESERVED)
+        return EINVAL;
+    ib_uverbs_ex_modify_cq cmd{};
+    cmd.cq_handle = cq->handle;
+    cmd.attr_mask = attr->attr_mask;
+    cmd.attr.cq_count = attr->moderate.cq_count;
+    cmd.attr.cq_period = attr->moderate.cq_period;
+    struct None {};
+    return write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_MODIFY_CQ, cmd, static_cast<None*>(nullptr), 0, nullptr, 0,
+                        nullptr, 0);
 }
 
 int Context::cmd_destroy_wq(ibv_wq* wq) {

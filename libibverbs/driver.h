@@ -6,6 +6,7 @@
 // refused at dlopen time instead of misbehaving.
 #pragma once
 
+#include "libibverbs/cmd_ioctl.h"
 #include "libibverbs/cmd_write.h"
 
 #include <infiniband/verbs.h>
@@ -335,6 +336,14 @@ public:
     // keys and length from QUERY_MR; its address stays null, as the
     // reference leaves it.
     int cmd_query_mr(ibv_pd* pd, uint32_t mr_handle, VerbsMr* mr);
+    // Device memory: DM_ALLOC with the driver attributes the provider put
+    // in `io` (made for UVERBS_OBJECT_DM / UVERBS_METHOD_DM_ALLOC; the
+    // library adds the handle, length and alignment and fills dm's
+    // context and handle), DM_FREE, and DM_MR_REG (a zero-based MR over
+    // [offset, offset + length) of the DM; its address stays null).
+    int cmd_alloc_dm(const ibv_alloc_dm_attr* attr, ibv_dm* dm, Ioctl<8>& io);
+    int cmd_free_dm(ibv_dm* dm);
+    int cmd_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access, VerbsMr* mr);
     // ADVISE_MR (ibv_advise_mr through a provider's verbs_context slot):
     // prefetch the pages of on-demand-paging MRs that the SGEs name.
     int cmd_advise_mr(ibv_pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge);
@@ -369,6 +378,9 @@ public:
     // max_wr/max_sge updated with what the kernel granted.
     int cmd_create_wq(ibv_wq_init_attr* attr, ibv_wq* wq, const Udata& u = {});
     int cmd_modify_wq(ibv_wq* wq, const ibv_wq_attr* attr, const Udata& u = {});
+    // EX_MODIFY_CQ (ibv_modify_cq: event moderation); a mask bit beyond
+    // the known ones is EINVAL before the kernel is asked.
+    int cmd_modify_cq(ibv_cq* cq, const ibv_modify_cq_attr* attr);
     int cmd_destroy_wq(ibv_wq* wq);  // waits until the app acked every event
     int cmd_create_rwq_ind_table(const ibv_rwq_ind_table_init_attr* attr, ibv_rwq_ind_table* table);
     int cmd_destroy_rwq_ind_table(ibv_rwq_ind_table* table);

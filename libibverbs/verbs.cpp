@@ -125,9 +125,10 @@ RDMA_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     return rdma::entry_errno([&] {
         void* addr = mr->addr;
         size_t length = mr->length;
-        const bool odp = reinterpret_cast<VerbsMr*>(mr)->access & IBV_ACCESS_ON_DEMAND;
+        // (device-memory MRs have no address: nothing to hand back to fork)
+        const bool pinned = !(reinterpret_cast<VerbsMr*>(mr)->access & IBV_ACCESS_ON_DEMAND) && addr;
         int e = ctx_of(mr->context)->dereg_mr(reinterpret_cast<VerbsMr*>(mr));
-        if (e == 0 && !odp)
+        if (e == 0 && pinned)
             ibv_dofork_range(addr, length);
         return e;
     });

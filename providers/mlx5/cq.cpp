@@ -30,7 +30,7 @@ namespace {
 // The fields ibv_cq_ex can read back from our CQEs.
 constexpr uint64_t kSupportedWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
     IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |
-    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+    IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_TM_INFO;
 constexpr uint32_t kMaxCqe = 1u << 24;
 // Mlx5Cq::stall_mode
 constexpr uint8_t kStallFixed = 1;
@@ -974,6 +974,14 @@ uint64_t read_completion_ts(ibv_cq_ex* c) noexcept { return be64toh(cur(c).times
 uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) noexcept {
     return mlx5dv_ts_to_ns(&to_mcq(c)->ex_clock, be64toh(cur(c).timestamp));
 }
+// The stripped VLAN tag, the flow tag a steering rule set (it shares the
+// word of the QP number), and the tag-matching header of a tagged message.
+uint16_t read_cvlan(ibv_cq_ex* c) noexcept { return be16toh(cur(c).vlan_info); }
+uint32_t read_flow_tag(ibv_cq_ex* c) noexcept { return be32toh(cur(c).sop_drop_qpn) & 0xffffff; }
+void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* info) noexcept {
+    info->tag = be64toh(cur(c).tmh.tag);
+    info->priv = be32toh(cur(c).tmh.app_ctx);
+}
 
 }  // namespace
 
@@ -994,6 +1002,9 @@ void install_cq_ex_ops(Mlx5Cq& cq, bool) {
     c.read_dlid_path_bits = read_dlid_path_bits;
     c.read_completion_ts = read_completion_ts;
     c.read_completion_wallclock_ns = read_completion_wallclock_ns;
+    c.read_cvlan = read_cvlan;
+    c.read_flow_tag = read_flow_tag;
+    c.read_tm_info = read_tm_info;
 }
 
 }  // namespace rdma::mlx5

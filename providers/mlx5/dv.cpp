@@ -294,6 +294,11 @@ int dealloc_td_entry(ibv_td* td) noexcept {
     return rdma::entry_errno([&] { return to_mctx(td->context)->dealloc_td(td); });
 }
 
+// verbs_context's modify_cq slot (ibv_modify_cq): the kernel's moderation.
+int modify_cq_entry(ibv_cq* cq, ibv_modify_cq_attr* attr) noexcept {
+    return rdma::entry_errno([&] { return to_mctx(cq->context)->cmd_modify_cq(cq, attr); });
+}
+
 // verbs_context's advise_mr slot (ibv_advise_mr): the kernel prefetches the
 // pages of on-demand-paging MRs; a parent domain stands for its PD.
 int advise_mr_entry(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,

@@ -55,9 +55,6 @@ int env_int(const char* name, int fallback) {
 }
 
 // The mmap offset of one page of the uverbs file: command and index.
-off_t mmap_offset(long page, uint32_t cmd, uint32_t index) {
-    return static_cast<off_t>(((cmd << 8) | (index & 0xff)) | ((index >> 8) << 16)) * page;
-}
 
 }  // namespace
 
@@ -347,6 +344,10 @@ void Mlx5Context::set_ops() {
     vctx()->alloc_td = alloc_td_entry;
     vctx()->dealloc_td = dealloc_td_entry;
     vctx()->advise_mr = advise_mr_entry;
+    vctx()->alloc_dm = alloc_dm_entry;
+    vctx()->free_dm = free_dm_entry;
+    vctx()->reg_dm_mr = reg_dm_mr_entry;
+    vctx()->modify_cq = modify_cq_entry;
 }
 
 int Mlx5Context::open(const mlx5dv_context_attr* attr) {
@@ -801,6 +802,7 @@ void Mlx5Context::probe_device() {
         caps_.atomic_cap = attr.orig_attr.atomic_cap;
         caps_.max_cqe = static_cast<uint32_t>(attr.orig_attr.max_cqe);
         caps_.device_cap_flags_ex = attr.device_cap_flags_ex;
+        caps_.max_dm_size = attr.max_dm_size;
         // The mlx5 capabilities mlx5dv reports (zero without driver data).
         if (drv.mlx5_ib_support_multi_pkt_send_wqes & MLX5_IB_ALLOW_MPW)
             caps_.vendor_flags |= MLX5DV_CONTEXT_FLAGS_MPW_ALLOWED;

@@ -94,6 +94,12 @@ struct Bfreg {
 };
 
 // Kernel facts the context open learned and every object needs.
+// The mmap offset of one of mlx5_ib's pages: the command in bits 8-15 of
+// the page offset, the index in the bits around it.
+inline off_t mmap_offset(long page, uint32_t cmd, uint32_t index) {
+    return static_cast<off_t>(((cmd << 8) | (index & 0xff)) | ((index >> 8) << 16)) * page;
+}
+
 struct Caps {
     uint32_t bf_reg_size = 0;
     uint32_t tot_bfregs = 0;
@@ -124,6 +130,7 @@ struct Caps {
     uint16_t flow_action_flags = 0;  // from the context answer
     uint32_t num_dyn_bfregs = 0;
     uint8_t clock_info_versions = 0;
+    uint64_t max_dm_size = 0;  // device memory, from the device query
 };
 
 struct Mlx5Qp;
@@ -278,6 +285,14 @@ public:
     void unimport_pd(ibv_pd* pd) override;
     ibv_mr* import_mr(ibv_pd* pd, uint32_t mr_handle) override;
     void unimport_mr(ibv_mr* mr) override;
+
+    // Device memory (dm.cpp): MEMIC allocations mapped into the process
+    // (ibv_alloc_dm, mlx5dv_alloc_dm with a type), their MRs, import.
+    ibv_dm* alloc_dm(const ibv_alloc_dm_attr* attr, uint32_t type);
+    int free_dm(ibv_dm* dm);
+    ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access);
+    ibv_dm* import_dm(uint32_t dm_handle) override;
+    void unimport_dm(ibv_dm* dm) override;
 
 private:
     int get_context(bool devx_only);
@@ -632,6 +647,10 @@ int query_rt_values(ibv_context* ctx, ibv_values_ex* values) noexcept;
 ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr* attr) noexcept;
 ibv_td* alloc_td_entry(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
 int dealloc_td_entry(ibv_td* td) noexcept;
+ibv_dm* alloc_dm_entry(ibv_context* ctx, ibv_alloc_dm_attr* attr) noexcept;
+int modify_cq_entry(ibv_cq* cq, ibv_modify_cq_attr* attr) noexcept;
+int free_dm_entry(ibv_dm* dm) noexcept;
+ibv_mr* reg_dm_mr_entry(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access) noexcept;
 int advise_mr_entry(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
                     uint32_t num_sge) noexcept;
 void install_qp_ex_ops(ibv_qp_ex& qp);

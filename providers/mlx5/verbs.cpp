@@ -53,12 +53,7 @@ extern "C" int mlx5dv_dci_stream_id_reset(struct ibv_qp*, uint16_t) { return kNo
 
 // ---- memory: device memory, memory keys, dma-buf ----
 
-extern "C" struct ibv_dm* mlx5dv_alloc_dm(struct ibv_context*, struct ibv_alloc_dm_attr*,
-                                          struct mlx5dv_alloc_dm_attr*) {
-    return fail_null<ibv_dm>();
-}
-
-extern "C" void* mlx5dv_dm_map_op_addr(struct ibv_dm*, uint8_t) { return fail_null<void>(); }
+// (device memory: dm.cpp)
 
 extern "C" struct mlx5dv_mkey* mlx5dv_create_mkey(struct mlx5dv_mkey_init_attr*) { return fail_null<mlx5dv_mkey>(); }
 

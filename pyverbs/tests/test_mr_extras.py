@@ -11,7 +11,7 @@ from pyverbs.addr import AH, GID, GRH
 from pyverbs.cq import WC
 from pyverbs.device import DM, AllocDmAttr, CompCntrCaps, FdArr
 from pyverbs.libibverbs_enums import (IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_MW_BIND, IBV_ACCESS_REMOTE_WRITE,
-                                      IBV_SEND_SIGNALED, IBV_WC_GRH)
+                                      IBV_ACCESS_ZERO_BASED, IBV_SEND_SIGNALED, IBV_WC_GRH)
 from pyverbs.mr import (MR, MREx, MWBind, MWBindInfo, DMMR, Buf, BufMR, DMAHandle, DmaBufMR,
                         DmaHandleInitAttr)
 from pyverbs.pd import PD
@@ -154,7 +154,7 @@ class DMTest(DeviceTestCase):
         dm = DM(self.ctx, AllocDmAttr(64, 3))
         dm.copy_to_dm(0, b'12345678', 8)
         self.assertEqual(dm.copy_from_dm(0, 8), b'12345678')
-        mr = DMMR(self.pd, 64, IBV_ACCESS_LOCAL_WRITE, dm, 0)
+        mr = DMMR(self.pd, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED, dm, 0)
         mr.write('abcd', 4)
         self.assertEqual(mr.read(4, 0), b'abcd')
         dm.close()  # its MRs first
