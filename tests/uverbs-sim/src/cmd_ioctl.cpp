@@ -261,6 +261,7 @@ std::optional<ObjType> idr_type(uint16_t obj) {
     case UVERBS_OBJECT_RWQ_IND_TBL: return ObjType::RwqIndTbl;
     case UVERBS_OBJECT_FLOW: return ObjType::Flow;
     case UVERBS_OBJECT_DM: return ObjType::Dm;
+    case UVERBS_OBJECT_COUNTERS: return ObjType::Counters;
     default: return std::nullopt;
     }
 }
@@ -284,6 +285,7 @@ bool object_exists(uint16_t obj) {
     case UVERBS_OBJECT_RWQ_IND_TBL:
     case UVERBS_OBJECT_FLOW:
     case UVERBS_OBJECT_DM:
+    case UVERBS_OBJECT_COUNTERS:
     case MLX5_IB_OBJECT_UAR: return true;
     default: return false;
     }
@@ -1096,6 +1098,30 @@ int m_dm_mr_reg(Bundle& b) {
     return e;
 }
 
+int m_counters_create(Bundle& b) {
+    uint32_t h;
+    if (int e = create_counters(b.c, h))
+        return e;
+    if (int e = b.put_new_id(UVERBS_ATTR_CREATE_COUNTERS_HANDLE, h)) {
+        destroy_counters(b.c, h);
+        return e;
+    }
+    return 0;
+}
+
+int m_counters_destroy(Bundle& b) { return destroy_counters(b.c, b.handle(UVERBS_ATTR_DESTROY_COUNTERS_HANDLE)); }
+
+// The buffer's length says how many u64 entries the caller has.
+int m_counters_read(Bundle& b) {
+    uint64_t flags;
+    if (int e = b.get_flags(UVERBS_ATTR_READ_COUNTERS_FLAGS, flags, IB_UVERBS_READ_COUNTERS_PREFER_CACHED))
+        return e;
+    std::vector<uint64_t> v(b.get(UVERBS_ATTR_READ_COUNTERS_BUFF)->u.len / sizeof(uint64_t));
+    if (int e = read_counters(b.c, b.handle(UVERBS_ATTR_READ_COUNTERS_HANDLE), v))
+        return e;
+    return b.copy_to(UVERBS_ATTR_READ_COUNTERS_BUFF, v.data(), v.size() * sizeof(uint64_t));
+}
+
 // QUERY_MR (ibv_import_mr): the keys, the length and the iova of an MR of
 // this file, whichever context of it registered the MR.
 int m_query_mr(Bundle& b) {
@@ -1302,6 +1328,16 @@ const std::vector<Method>& methods() {
              out_sized(UVERBS_ATTR_REG_DM_MR_RESP_LKEY, u32s, true),
              out_sized(UVERBS_ATTR_REG_DM_MR_RESP_RKEY, u32s, true)},
             false, m_dm_mr_reg);
+        add(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_CREATE,
+            {idr(UVERBS_ATTR_CREATE_COUNTERS_HANDLE, UVERBS_OBJECT_COUNTERS, Access::New, true)}, false,
+            m_counters_create);
+        add(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_DESTROY,
+            {idr(UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, UVERBS_OBJECT_COUNTERS, Access::Destroy, true)}, false,
+            m_counters_destroy);
+        add(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_READ,
+            {idr(UVERBS_ATTR_READ_COUNTERS_HANDLE, UVERBS_OBJECT_COUNTERS, Access::Read, true),
+             out_min(UVERBS_ATTR_READ_COUNTERS_BUFF, 0, true), flags_in(UVERBS_ATTR_READ_COUNTERS_FLAGS, true)},
+            false, m_counters_read);
         add(UVERBS_OBJECT_MR, UVERBS_METHOD_QUERY_MR,
             {idr(UVERBS_ATTR_QUERY_MR_HANDLE, UVERBS_OBJECT_MR, Access::Read, true),
              out_sized(UVERBS_ATTR_QUERY_MR_RESP_LKEY, u32s, true),

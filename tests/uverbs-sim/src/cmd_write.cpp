@@ -755,8 +755,9 @@ int cmd_ex_create_flow(Cmd& m) {
                 m.in_len, q.flow_attr.size, q.flow_attr.num_of_specs, q.flow_attr.type, q.flow_attr.priority,
                 q.flow_attr.port, q.flow_attr.flags, m.drv_in_len);
     ib_uverbs_create_flow_resp r{};
-    if (int e = create_flow(m.c, q.qp_handle, m.in + offsetof(ib_uverbs_create_flow, flow_attr),
-                            m.in_len - offsetof(ib_uverbs_create_flow, flow_attr), r.flow_handle))
+    if (int e =
+            create_flow(m.c, q.qp_handle, m.in + offsetof(ib_uverbs_create_flow, flow_attr),
+                        m.in_len - offsetof(ib_uverbs_create_flow, flow_attr), m.drv_in, m.drv_in_len, r.flow_handle))
         return e;
     if (put_out(m.resp, m.out_len, &r, sizeof r)) {
         destroy_flow(m.c, r.flow_handle);

@@ -191,7 +191,24 @@ const Libc& libc();
 struct Context;
 struct Device;
 
-enum class ObjType : uint8_t { Pd, Mr, Mw, Cq, Qp, Srq, Ah, CompChannel, AsyncFd, Xrcd, Uar, Wq, RwqIndTbl, Flow, Dm };
+enum class ObjType : uint8_t {
+    Pd,
+    Mr,
+    Mw,
+    Cq,
+    Qp,
+    Srq,
+    Ah,
+    CompChannel,
+    AsyncFd,
+    Xrcd,
+    Uar,
+    Wq,
+    RwqIndTbl,
+    Flow,
+    Dm,
+    Counters
+};
 
 struct Object {
     ObjType type;
@@ -417,6 +434,17 @@ struct FlowSpec {
     uint8_t val[40] = {}, mask[40] = {};  // the kernel filter struct of the type
 };
 
+// A counters object (ibv_create_counters): bound to the hardware flow
+// counter by the first flow rule that names it, with the library's
+// (description, index) pairs saying which count goes where on a read.
+struct Counters : Object {
+    bool bound = false;
+    std::vector<std::pair<uint32_t, uint32_t>> descs;  // IBV_COUNTER_PACKETS/BYTES, index
+    uint32_t max_index = 0;  // the entries a read must have room for
+    uint64_t packets = 0, bytes = 0;  // what the rules naming it took
+    Counters() : Object(ObjType::Counters) {}
+};
+
 struct Qp;
 // A flow rule (CREATE_FLOW): which frames arriving at a port reach the QP.
 struct Flow : Object {
@@ -427,6 +455,7 @@ struct Flow : Object {
     uint8_t port = 1;
     uint32_t flags = 0;  // IB_FLOW_ATTR_FLAGS_DONT_TRAP
     bool drop = false;  // a DROP action: matching frames go nowhere
+    Counters* counters = nullptr;  // a COUNT action: what it takes is counted there
     uint64_t seq = 0;  // creation order
     std::vector<FlowSpec> specs;
     Flow() : Object(ObjType::Flow) {}
@@ -652,7 +681,13 @@ bool flow_matches(const Flow& f, const uint8_t* frame, size_t len);
 std::vector<Flow*> steer_frame(int dev_index, uint8_t port, const uint8_t* frame, size_t len);
 // Decodes the specs of a CREATE_FLOW command (after ib_uverbs_flow_attr):
 // 0 or the kernel's errno.
-int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<FlowSpec>& out, bool& drop);
+// The actions a rule's specs name besides its match.
+struct FlowActions {
+    bool drop = false;
+    bool count = false;
+    uint32_t counters_handle = 0;
+};
+int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<FlowSpec>& out, FlowActions& act);
 
 // Writes a flush/error CQE etc.: used by the verbs layer when a QP goes to
 // the error state through modify_qp.

@@ -188,8 +188,8 @@ uint32_t rss_hash(const uint8_t* frame, size_t len, uint64_t fields, const uint8
     return toeplitz(key, 40, in, n);
 }
 
-int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<FlowSpec>& out, bool& drop) {
-    drop = false;
+int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<FlowSpec>& out, FlowActions& act) {
+    act = FlowActions{};
     unsigned i = 0;
     for (; i < num && len >= sizeof(ib_uverbs_flow_spec_hdr); ++i) {
         ib_uverbs_flow_spec_hdr h;
@@ -225,15 +225,23 @@ int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<Fl
         case kSpecActionDrop:
             if (h.size != sizeof h)
                 return -EINVAL;
-            drop = true;
+            act.drop = true;
             break;
+        case kSpecActionCount: {
+            ib_uverbs_flow_spec_action_count c;
+            if (h.size != sizeof c || act.count)
+                return -EINVAL;
+            memcpy(&c, p, sizeof c);
+            act.count = true;
+            act.counters_handle = c.handle;
+            break;
+        }
         case kSpecEsp:
         case kSpecVxlan:
         case kSpecGre:
         case kSpecMpls:
         case kSpecActionTag:
-        case kSpecActionHandle:
-        case kSpecActionCount: return -EOPNOTSUPP;  // known to the core, not modelled by this device
+        case kSpecActionHandle: return -EOPNOTSUPP;  // known to the core, not modelled by this device
         default: return -EINVAL;
         }
         p += h.size;
@@ -244,6 +252,18 @@ int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<Fl
         return -EINVAL;
     return 0;
 }
+
+namespace {
+
+// A frame a rule took: its counters (if it names any) count it.
+void count_frame(const Flow& f, size_t len) {
+    if (!f.counters)
+        return;
+    ++f.counters->packets;
+    f.counters->bytes += len;
+}
+
+}  // namespace
 
 bool flow_matches(const Flow& f, const uint8_t* frame, size_t len) {
     Parsed p;
@@ -286,10 +306,12 @@ std::vector<Flow*> steer_frame(int dev_index, uint8_t port, const uint8_t* frame
                 first = here[k];
         if (first) {
             taken = true;
-            if (!first->drop)
-                for (size_t k = i; k < j; ++k)
-                    if (here[k]->type == IBV_FLOW_ATTR_NORMAL && same_specs(*here[k], *first))
+            for (size_t k = i; k < j; ++k)
+                if (here[k]->type == IBV_FLOW_ATTR_NORMAL && same_specs(*here[k], *first)) {
+                    count_frame(*here[k], len);  // dropped frames are counted too
+                    if (!first->drop)
                         out.push_back(here[k]);
+                }
             if (!(first->flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP))
                 break;
         }
@@ -298,8 +320,10 @@ std::vector<Flow*> steer_frame(int dev_index, uint8_t port, const uint8_t* frame
     const bool mcast = frame[0] & 1;
     for (Flow* f : here) {
         if (f->type == IBV_FLOW_ATTR_SNIFFER || (!taken && f->type == IBV_FLOW_ATTR_ALL_DEFAULT) ||
-            (!taken && mcast && f->type == IBV_FLOW_ATTR_MC_DEFAULT))
+            (!taken && mcast && f->type == IBV_FLOW_ATTR_MC_DEFAULT)) {
+            count_frame(*f, len);
             out.push_back(f);
+        }
     }
     // one copy per QP
     std::vector<Flow*> uniq;

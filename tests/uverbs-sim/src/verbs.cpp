@@ -2455,7 +2455,83 @@ int destroy_rwq_ind_tbl(Context& c, uint32_t handle) {
     return 0;
 }
 
-int create_flow(Context& c, uint32_t qph, const uint8_t* attr, size_t attr_len, uint32_t& handle) {
+namespace {
+
+// mlx5_ib's driver data of CREATE_FLOW: at most one counters entry, whose
+// (description, index) pairs the kernel copies from the application.
+// 0, or the kernel's errno; `descs` stays empty without an entry.
+int flow_counter_descs(const uint8_t* drv, size_t drv_len, bool& given,
+                       std::vector<std::pair<uint32_t, uint32_t>>& descs) {
+    given = false;
+    if (!drv_len)
+        return 0;
+    mlx5_ib_create_flow hdr{};
+    if (drv_len < sizeof hdr)
+        return -EOPNOTSUPP;
+    memcpy(&hdr, drv, sizeof hdr);
+    if (hdr.ncounters_data > 1)
+        return -EINVAL;
+    const size_t need = sizeof hdr + hdr.ncounters_data * sizeof(mlx5_ib_flow_counters_data);
+    for (size_t k = need; k < drv_len; ++k)
+        if (drv[k])
+            return -EOPNOTSUPP;
+    if (drv_len < need)
+        return -EFAULT;
+    if (!hdr.ncounters_data)
+        return 0;
+    mlx5_ib_flow_counters_data d;
+    memcpy(&d, drv + sizeof hdr, sizeof d);
+    constexpr uint32_t kMaxCounters = 0xffff / 8;  // mlx5_ib's MAX_COUNTERS_NUM
+    if (d.ncounters > kMaxCounters)
+        return -EINVAL;
+    std::vector<mlx5_ib_flow_counters_desc> v(d.ncounters);
+    if (!app_read(v.data(), reinterpret_cast<uintptr_t>(d.counters_data),
+                  v.size() * sizeof(mlx5_ib_flow_counters_desc)))
+        return -EFAULT;
+    given = true;
+    for (const auto& x : v)
+        descs.emplace_back(x.description, x.index);
+    return 0;
+}
+
+}  // namespace
+
+int create_counters(Context& c, uint32_t& handle) {
+    if (!raw_eth_dev(*c.dev))
+        return -EOPNOTSUPP;  // flow counters go with flow steering
+    handle = c.add(std::make_unique<Counters>());
+    return 0;
+}
+
+int destroy_counters(Context& c, uint32_t handle) {
+    Counters* k = c.get<Counters>(handle, ObjType::Counters);
+    if (!k)
+        return -EINVAL;
+    if (k->usecnt)
+        return -EBUSY;  // a flow rule counts into it
+    c.objects.erase(handle);
+    return 0;
+}
+
+// The core: counters no rule uses are EINVAL. mlx5_ib: the buffer must
+// reach the highest index described; each description's count is added
+// at its index, the rest is zero.
+int read_counters(Context& c, uint32_t handle, std::vector<uint64_t>& out) {
+    Counters* k = c.get<Counters>(handle, ObjType::Counters);
+    if (!k)
+        return -EINVAL;
+    if (!k->usecnt)
+        return -EINVAL;
+    if (k->max_index > out.size())
+        return -EINVAL;
+    std::fill(out.begin(), out.end(), 0);
+    for (const auto& [desc, idx] : k->descs)
+        out[idx] += desc == IBV_COUNTER_PACKETS ? k->packets : k->bytes;
+    return 0;
+}
+
+int create_flow(Context& c, uint32_t qph, const uint8_t* attr, size_t attr_len, const uint8_t* drv, size_t drv_len,
+                uint32_t& handle) {
     ib_uverbs_flow_attr fa;
     if (attr_len < sizeof fa)
         return -EINVAL;
@@ -2473,9 +2549,13 @@ int create_flow(Context& c, uint32_t qph, const uint8_t* attr, size_t attr_len, 
     if (qp->qp_type != IBV_QPT_UD && qp->qp_type != IBV_QPT_RAW_PACKET)
         return -EINVAL;
     std::vector<FlowSpec> specs;
-    bool drop = false;
-    if (int e = decode_flow_specs(attr + sizeof fa, fa.size, fa.num_of_specs, specs, drop))
+    FlowActions act;
+    if (int e = decode_flow_specs(attr + sizeof fa, fa.size, fa.num_of_specs, specs, act))
         return e;
+    const bool drop = act.drop;
+    Counters* counters = nullptr;
+    if (act.count && !(counters = c.get<Counters>(act.counters_handle, ObjType::Counters)))
+        return -EINVAL;
     // mlx5_ib: rules on raw packet QPs (UD underlay steering is IPoIB's),
     // ingress only, priorities 0..15 of the NIC's user range
     if (qp->qp_type != IBV_QPT_RAW_PACKET || (fa.flags & IBV_FLOW_ATTR_FLAGS_EGRESS))
@@ -2491,6 +2571,22 @@ int create_flow(Context& c, uint32_t qph, const uint8_t* attr, size_t attr_len, 
         return -ENOSPC;
     if (fa.type != IBV_FLOW_ATTR_NORMAL && (!specs.empty() || drop || fa.flags))
         return -EINVAL;  // the default and sniffer rules match everything they get
+    bool given = false;
+    std::vector<std::pair<uint32_t, uint32_t>> descs;
+    if (int e = flow_counter_descs(drv, drv_len, given, descs))
+        return e;
+    if (counters && !counters->bound) {
+        // the first rule binds the counters, with the descriptions it brings
+        uint32_t max_index = 0;
+        for (const auto& [desc, idx] : descs) {
+            if (desc > IBV_COUNTER_BYTES)
+                return -EINVAL;
+            max_index = std::max(max_index, idx + 1);
+        }
+        counters->descs = std::move(descs);
+        counters->max_index = max_index;
+        counters->bound = true;
+    }
     auto f = std::make_unique<Flow>();
     f->qp = qp;
     f->dev_index = c.dev->index;
@@ -2499,6 +2595,9 @@ int create_flow(Context& c, uint32_t qph, const uint8_t* attr, size_t attr_len, 
     f->port = fa.port;
     f->flags = fa.flags;
     f->drop = drop;
+    f->counters = counters;
+    if (counters)
+        ++counters->usecnt;
     f->specs = std::move(specs);
     f->seq = sim().next_flow_seq++;
     ++qp->usecnt;
@@ -2515,6 +2614,8 @@ int destroy_flow(Context& c, uint32_t handle) {
     if (!f)
         return -EINVAL;
     --f->qp->usecnt;
+    if (f->counters)
+        --f->counters->usecnt;
     auto& v = sim().flows;
     v.erase(std::remove(v.begin(), v.end(), f), v.end());
     c.objects.erase(handle);

@@ -148,8 +148,14 @@ int create_rwq_ind_tbl(Context& c, uint32_t log_size, const uint32_t* wq_handles
 int destroy_rwq_ind_tbl(Context& c, uint32_t handle);
 // attr: the command's ib_uverbs_flow_attr followed by its specs (attr_len
 // bytes in all)
-int create_flow(Context& c, uint32_t qp, const uint8_t* attr, size_t attr_len, uint32_t& handle);
+int create_flow(Context& c, uint32_t qp, const uint8_t* attr, size_t attr_len, const uint8_t* drv, size_t drv_len,
+                uint32_t& handle);
 int destroy_flow(Context& c, uint32_t handle);
+// Flow counters (COUNTERS_CREATE/DESTROY/READ); bound by a rule's COUNT
+// action with mlx5's descriptions.
+int create_counters(Context& c, uint32_t& handle);
+int destroy_counters(Context& c, uint32_t handle);
+int read_counters(Context& c, uint32_t handle, std::vector<uint64_t>& out);
 
 // ---- multicast (UD)
 int attach_mcast(Context& c, uint32_t qp, const uint8_t gid[16], uint16_t mlid);

@@ -2960,6 +2960,129 @@ void expect_frame(int line, ibv_cq* cq, uint32_t qpn, Buf& b, size_t slot, const
     same(line, b.p + slot, f.data(), f.size(), "received frame");
 }
 
+// A flow rule with a COUNT action and its spec (dmac), on `qp`; the specs
+// are packed one after the other, as their sizes say.
+ibv_flow* mkcounted(ibv_qp* qp, const Mac& dmac, ibv_counters* c, bool drop = false) {
+    alignas(8) uint8_t buf[256] = {};
+    ibv_flow_attr attr{};
+    attr.type = IBV_FLOW_ATTR_NORMAL;
+    attr.port = 1;
+    attr.num_of_specs = drop ? 3 : 2;
+    ibv_flow_spec_eth eth{};
+    eth.type = IBV_FLOW_SPEC_ETH;
+    eth.size = sizeof eth;
+    memcpy(eth.val.dst_mac, dmac.b, 6);
+    memset(eth.mask.dst_mac, 0xff, 6);
+    ibv_flow_spec_counter_action count{};
+    count.type = IBV_FLOW_SPEC_ACTION_COUNT;
+    count.size = sizeof count;
+    count.counters = c;
+    ibv_flow_spec_action_drop dr{};
+    dr.type = IBV_FLOW_SPEC_ACTION_DROP;
+    dr.size = sizeof dr;
+    size_t off = sizeof attr;
+    memcpy(buf + off, &eth, sizeof eth);
+    off += sizeof eth;
+    memcpy(buf + off, &count, sizeof count);
+    off += sizeof count;
+    if (drop) {
+        memcpy(buf + off, &dr, sizeof dr);
+        off += sizeof dr;
+    }
+    attr.size = static_cast<uint16_t>(off);
+    memcpy(buf, &attr, sizeof attr);
+    return ibv_create_flow(qp, reinterpret_cast<ibv_flow_attr*>(buf));
+}
+
+// Flow counters: created, described (which count at which index) before
+// the rule that binds them, counting the frames their rules take (dropped
+// ones too), read as the descriptions say; the refusals around them.
+CASE(flow_counters) {
+    RawEnds e = raw_ends();
+    ibv_cq* rcq = mkcq(e.d1, 256);
+    ibv_cq* scq = mkcq(e.d1, 16);
+    ibv_qp* b = mkraw(e.d1, scq, rcq);
+    Buf rb = mkbuf(e.d1.pd, 64 * 2048);
+    for (int i = 0; i < 32; ++i)
+        raw_recv(b, rb, size_t(i) * 2048, 2048, 100 + i);
+    ibv_counters_init_attr ia{};
+    ia.comp_mask = 1;
+    errno = 0;
+    CHECK(!ibv_create_counters(e.d1.ctx, &ia));
+    CHECK_EQ(errno, EOPNOTSUPP);
+    ia.comp_mask = 0;
+    ibv_counters* c = ibv_create_counters(e.d1.ctx, &ia);
+    CHECK(c);
+    uint64_t v[4] = {};
+    CHECK_EQ(ibv_read_counters(c, v, 2, 0), EINVAL);  // bound to no rule yet
+    ibv_counter_attach_attr at{};
+    at.counter_desc = IBV_COUNTER_PACKETS;
+    at.index = 0;
+    CHECK_OK(ibv_attach_counters_point_flow(c, &at, nullptr));
+    at.counter_desc = IBV_COUNTER_BYTES;
+    at.index = 1;
+    CHECK_OK(ibv_attach_counters_point_flow(c, &at, nullptr));
+    at.counter_desc = static_cast<ibv_counter_description>(7);
+    CHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), EOPNOTSUPP);
+    at.counter_desc = IBV_COUNTER_BYTES;
+    at.comp_mask = 1;
+    CHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), EOPNOTSUPP);
+    at.comp_mask = 0;
+    ibv_flow* fb = mkcounted(b, kMacB, c);
+    CHECK(fb);
+    CHECK_EQ(ibv_attach_counters_point_flow(c, &at, fb), EOPNOTSUPP);  // a rule that exists
+    CHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), EBUSY);  // bound already
+    uint64_t packets = 0, bytes = 0;
+    const size_t lens[] = {60, 64, 128, 1000, 1514, 61};
+    for (int i = 0; i < 12; ++i) {
+        const Mac& to = i % 2 ? kMacB : kMacA;
+        const size_t len = lens[i % 6];
+        const std::vector<uint8_t> f = frame(to, 17, ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 1, 2, 1000 + i, len);
+        send_frame(e, f, 10 + i);
+        if (&to == &kMacB) {
+            expect_frame(__LINE__, rcq, b->qp_num, rb, size_t(packets) * 2048, f, 100 + packets);
+            ++packets;
+            bytes += len;
+        }
+    }
+    CHECK_OK(ibv_read_counters(c, v, 2, 0));
+    CHECK_EQ(v[0], packets);
+    CHECK_EQ(v[1], bytes);
+    v[0] = v[1] = v[2] = 99;
+    CHECK_OK(ibv_read_counters(c, v, 3, IBV_READ_COUNTERS_ATTR_PREFER_CACHED));
+    CHECK_EQ(v[0], packets);
+    CHECK_EQ(v[1], bytes);
+    CHECK_EQ(v[2], 0u);  // no description names it
+    CHECK_EQ(ibv_read_counters(c, v, 1, 0), EINVAL);  // too short for index 1
+    CHECK_EQ(ibv_read_counters(c, v, 2, 2), EINVAL);  // an unknown flag
+    CHECK_EQ(ibv_destroy_counters(c), EBUSY);  // a rule counts into it
+    // a DROP rule with its own counters: nothing arrives, everything counts
+    ibv_counters* dc = ibv_create_counters(e.d1.ctx, &ia);
+    CHECK(dc);
+    at.counter_desc = IBV_COUNTER_BYTES;
+    at.index = 0;
+    CHECK_OK(ibv_attach_counters_point_flow(dc, &at, nullptr));
+    at.counter_desc = IBV_COUNTER_PACKETS;
+    at.index = 2;
+    CHECK_OK(ibv_attach_counters_point_flow(dc, &at, nullptr));
+    ibv_flow* fd = mkcounted(b, kMacC, dc, true);
+    CHECK(fd);
+    for (int i = 0; i < 3; ++i)
+        send_frame(e, frame(kMacC, 6, ip4(10, 0, 0, 1), ip4(10, 0, 0, 3), 1, 2, 50 + i, 100), 50 + i);
+    POLL_NONE(rcq, 100);
+    CHECK_OK(ibv_read_counters(dc, v, 3, 0));
+    CHECK_EQ(v[0], 300u);
+    CHECK_EQ(v[1], 0u);
+    CHECK_EQ(v[2], 3u);
+    CHECK_OK(ibv_read_counters(c, v, 2, 0));  // the other rule's counts did not move
+    CHECK_EQ(v[0], packets);
+    CHECK_OK(ibv_destroy_flow(fd));
+    CHECK_OK(ibv_destroy_flow(fb));
+    CHECK_EQ(ibv_read_counters(c, v, 2, 0), EINVAL);  // no rule uses it any more
+    CHECK_OK(ibv_destroy_counters(c));
+    CHECK_OK(ibv_destroy_counters(dc));
+}
+
 CASE(raw_mac_rule) {
     RawEnds e = raw_ends();
     ibv_cq* rcq_b = mkcq(e.d1, 256);
