@@ -994,7 +994,33 @@ int Context::cmd_destroy_rwq_ind_table(ibv_rwq_ind_table* table) {
         write_ex_cmd(cmd_channel(), IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL, cmd, static_cast<None*>(nullptr), 0));
 }
 
-int Context::cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* flow) {
+int Context::cmd_create_counters(VerbsCounters* c) {
+    Ioctl<1> io(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_CREATE, driver_id());
+    ib_uverbs_attr& h = io.idr_out(UVERBS_ATTR_CREATE_COUNTERS_HANDLE);
+    if (int e = io.execute(cmd_fd()))
+        return e;
+    c->counters.context = ibv();
+    c->handle = static_cast<uint32_t>(h.data);
+    return 0;
+}
+
+int Context::cmd_destroy_counters(VerbsCounters* c) {
+    Ioctl<1> io(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_DESTROY, driver_id());
+    io.idr_in(UVERBS_ATTR_DESTROY_COUNTERS_HANDLE, c->handle);
+    return io.execute(cmd_fd());
+}
+
+int Context::cmd_read_counters(VerbsCounters* c, uint64_t* values, uint32_t n, uint32_t flags) {
+    if (uint64_t(n) * sizeof(uint64_t) > UINT16_MAX)
+        return EINVAL;  // more than one attribute carries
+    Ioctl<3> io(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_READ, driver_id());
+    io.idr_in(UVERBS_ATTR_READ_COUNTERS_HANDLE, c->handle);
+    io.ptr_out(UVERBS_ATTR_READ_COUNTERS_BUFF, values, n * sizeof(uint64_t));
+    io.in(UVERBS_ATTR_READ_COUNTERS_FLAGS, flags);
+    return io.execute(cmd_fd());
+}
+
+int Context::cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* flow, const Udata& u) {
     std::vector<uint8_t> kattr;
     if (int e = flow_attr_to_kern(*attr, kattr))
         return e;
@@ -1004,8 +1030,8 @@ int Context::cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* fl
     std::memcpy(cmd.data(), &head, offsetof(ib_uverbs_create_flow, flow_attr));
     std::memcpy(cmd.data() + offsetof(ib_uverbs_create_flow, flow_attr), kattr.data(), kattr.size());
     ib_uverbs_create_flow_resp resp{};
-    if (int e =
-            write_ex_raw(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_FLOW, cmd.data(), cmd.size(), &resp, sizeof(resp)))
+    if (int e = write_ex_raw(cmd_channel(), IB_USER_VERBS_EX_CMD_CREATE_FLOW, cmd.data(), cmd.size(), &resp,
+                             sizeof(resp), u.in, u.in_len))
         return e;
     flow->context = ibv();
     flow->handle = resp.flow_handle;

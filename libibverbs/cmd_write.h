@@ -100,26 +100,31 @@ int write_cmd_noresp(const CmdChannel& ch, uint32_t command, const Cmd& cmd, con
 // An extended command of any length (`cmd`, cmd_len bytes, a multiple of
 // 8: commands whose core part ends in an array, such as the indirection
 // table's WQ handles or a flow's specs), with its core response (resp_len
-// bytes); no driver data either way.
+// bytes) and the driver's request, if any (drv_in, padded to 8-byte words
+// on the write path); no driver response.
 inline int write_ex_raw(const CmdChannel& ch, uint32_t command, const void* cmd, size_t cmd_len, void* resp,
-                        size_t resp_len) {
-    if (cmd_len % 8 || resp_len % 8 || cmd_len / 8 > 0xffff || resp_len / 8 > 0xffff)
+                        size_t resp_len, const void* drv_in = nullptr, size_t drv_in_len = 0) {
+    if (cmd_len % 8 || resp_len % 8 || cmd_len / 8 > 0xffff || resp_len / 8 > 0xffff || drv_in_len > 0xffff * 8)
         return EINVAL;
-    int r = detail::invoke_write(ch, IB_USER_VERBS_CMD_FLAG_EXTENDED | command, cmd, cmd_len, resp, resp_len, nullptr,
-                                 0, nullptr, 0);
+    int r = detail::invoke_write(ch, IB_USER_VERBS_CMD_FLAG_EXTENDED | command, cmd, cmd_len, resp, resp_len, drv_in,
+                                 drv_in_len, nullptr, 0);
     if (r >= 0)
         return r;
     const size_t hdrs = sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_ex_cmd_hdr);
-    std::vector<unsigned char> msg(hdrs + cmd_len);  // (bad_alloc: the caller's barrier)
+    const size_t drv_in8 = (drv_in_len + 7) / 8 * 8;
+    std::vector<unsigned char> msg(hdrs + cmd_len + drv_in8);  // (bad_alloc: the caller's barrier)
     ib_uverbs_cmd_hdr hdr{};
     hdr.command = IB_USER_VERBS_CMD_FLAG_EXTENDED | command;
     hdr.in_words = static_cast<uint16_t>(cmd_len / 8);
     hdr.out_words = static_cast<uint16_t>(resp_len / 8);
     ib_uverbs_ex_cmd_hdr ex{};
     ex.response = reinterpret_cast<uintptr_t>(resp);
+    ex.provider_in_words = static_cast<uint16_t>(drv_in8 / 8);
     std::memcpy(msg.data(), &hdr, sizeof(hdr));
     std::memcpy(msg.data() + sizeof(hdr), &ex, sizeof(ex));
     std::memcpy(msg.data() + hdrs, cmd, cmd_len);
+    if (drv_in_len)
+        std::memcpy(msg.data() + hdrs + cmd_len, drv_in, drv_in_len);
     ssize_t n = ::write(ch.fd, msg.data(), msg.size());
     if (n != static_cast<ssize_t>(msg.size()))
         return n < 0 ? errno : EIO;

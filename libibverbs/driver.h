@@ -70,6 +70,13 @@ class Device;
 // Provider object prefixes. A provider's own object struct begins with one
 // of these (standard layout), so libibverbs and the provider agree on the
 // public part and on the few library-private fields after it.
+// A counters object (ibv_create_counters): the public part, then the
+// kernel handle flow rules and reads name.
+struct VerbsCounters {
+    ibv_counters counters;
+    uint32_t handle;
+};
+
 struct VerbsMr {
     ibv_mr mr;
     int access;
@@ -385,7 +392,11 @@ public:
     int cmd_create_rwq_ind_table(const ibv_rwq_ind_table_init_attr* attr, ibv_rwq_ind_table* table);
     int cmd_destroy_rwq_ind_table(ibv_rwq_ind_table* table);
     // CREATE_FLOW with the specs in the kernel's layout (flow_attr_to_kern).
-    int cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* flow);
+    int cmd_create_flow(ibv_qp* qp, const ibv_flow_attr* attr, ibv_flow* flow, const Udata& u = {});
+    // Counters: COUNTERS_CREATE/DESTROY, and COUNTERS_READ of n values.
+    int cmd_create_counters(VerbsCounters* c);
+    int cmd_destroy_counters(VerbsCounters* c);
+    int cmd_read_counters(VerbsCounters* c, uint64_t* values, uint32_t n, uint32_t flags);
     int cmd_destroy_flow(ibv_flow* flow);
     int cmd_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask, const Udata& u = {});
     int cmd_query_srq(ibv_srq* srq, ibv_srq_attr* attr);

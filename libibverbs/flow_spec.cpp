@@ -107,8 +107,24 @@ int flow_attr_to_kern(const ibv_flow_attr& attr, std::vector<uint8_t>& out) {
             out.resize(pos + sizeof(ib_uverbs_flow_spec_action_drop));
             put_hdr(out, pos, type, sizeof(ib_uverbs_flow_spec_action_drop));
             break;
-        case IBV_FLOW_SPEC_ACTION_HANDLE:
-        case IBV_FLOW_SPEC_ACTION_COUNT: return EOPNOTSUPP;  // no flow action or counter objects here yet
+        case IBV_FLOW_SPEC_ACTION_COUNT: {
+            // the counters' kernel handle (every provider's counters start
+            // with VerbsCounters)
+            if (size < sizeof(ibv_flow_spec_counter_action))
+                return EINVAL;
+            ibv_flow_spec_counter_action a;
+            std::memcpy(&a, at, sizeof(a));
+            if (!a.counters)
+                return EINVAL;
+            ib_uverbs_flow_spec_action_count kc{};
+            kc.type = type;
+            kc.size = sizeof(kc);
+            kc.handle = reinterpret_cast<const VerbsCounters*>(a.counters)->handle;
+            out.resize(pos + sizeof(kc));
+            std::memcpy(out.data() + pos, &kc, sizeof(kc));
+            break;
+        }
+        case IBV_FLOW_SPEC_ACTION_HANDLE: return EOPNOTSUPP;  // no flow action objects here yet
         default: {
             SpecShape s;
             if (!shape_of(type, s) || size < s.user_size)

@@ -188,6 +188,30 @@ TEST(FlowSpec, BadSpecsAreRefused) {
     ASSERT_EQ(flow_attr_to_kern(*attr, got), 0);
     EXPECT_EQ(got.size(), sizeof(ib_uverbs_flow_attr) + sizeof(ib_uverbs_flow_spec_eth));
 
+    // a count action: the kernel's spec carries the counters' handle
+    rdma::verbs::VerbsCounters vc{};
+    vc.handle = 0x1234;
+    ibv_flow_spec_counter_action cnt{};
+    cnt.type = IBV_FLOW_SPEC_ACTION_COUNT;
+    cnt.size = sizeof(cnt);
+    cnt.counters = &vc.counters;
+    user = user_rule(base_attr(), cnt);
+    ASSERT_EQ(flow_attr_to_kern(*reinterpret_cast<ibv_flow_attr*>(user.data()), got), 0);
+    ASSERT_EQ(got.size(), sizeof(ib_uverbs_flow_attr) + sizeof(ib_uverbs_flow_spec_action_count));
+    ib_uverbs_flow_spec_action_count kc;
+    std::memcpy(&kc, got.data() + sizeof(ib_uverbs_flow_attr), sizeof(kc));
+    EXPECT_EQ(kc.type, uint32_t(IBV_FLOW_SPEC_ACTION_COUNT));
+    EXPECT_EQ(kc.size, sizeof(kc));
+    EXPECT_EQ(kc.reserved, 0);
+    EXPECT_EQ(kc.handle, 0x1234u);
+    EXPECT_EQ(kc.reserved1, 0u);
+    cnt.counters = nullptr;  // no counters
+    user = user_rule(base_attr(), cnt);
+    EXPECT_EQ(flow_attr_to_kern(*reinterpret_cast<ibv_flow_attr*>(user.data()), got), EINVAL);
+    cnt.size = 8;  // shorter than the application's struct
+    user = user_rule(base_attr(), cnt);
+    EXPECT_EQ(flow_attr_to_kern(*reinterpret_cast<ibv_flow_attr*>(user.data()), got), EINVAL);
+
     ibv_flow_spec_action_handle act{};
     act.type = IBV_FLOW_SPEC_ACTION_HANDLE;
     act.size = sizeof(act);

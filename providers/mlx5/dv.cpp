@@ -299,6 +299,20 @@ int modify_cq_entry(ibv_cq* cq, ibv_modify_cq_attr* attr) noexcept {
     return rdma::entry_errno([&] { return to_mctx(cq->context)->cmd_modify_cq(cq, attr); });
 }
 
+// verbs_context's counters slots.
+ibv_counters* create_counters_entry(ibv_context* ctx, ibv_counters_init_attr* attr) noexcept {
+    return rdma::entry_null([&] { return to_mctx(ctx)->create_counters(attr); });
+}
+int destroy_counters_entry(ibv_counters* counters) noexcept {
+    return rdma::entry_errno([&] { return to_mctx(counters->context)->destroy_counters(counters); });
+}
+int attach_counters_entry(ibv_counters* counters, ibv_counter_attach_attr* attr, ibv_flow* flow) noexcept {
+    return rdma::entry_errno([&] { return to_mctx(counters->context)->attach_counters(counters, attr, flow); });
+}
+int read_counters_entry(ibv_counters* counters, uint64_t* values, uint32_t n, uint32_t flags) noexcept {
+    return rdma::entry_errno([&] { return to_mctx(counters->context)->read_counters(counters, values, n, flags); });
+}
+
 // verbs_context's advise_mr slot (ibv_advise_mr): the kernel prefetches the
 // pages of on-demand-paging MRs; a parent domain stands for its PD.
 int advise_mr_entry(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,

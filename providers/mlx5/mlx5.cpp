@@ -348,6 +348,10 @@ void Mlx5Context::set_ops() {
     vctx()->free_dm = free_dm_entry;
     vctx()->reg_dm_mr = reg_dm_mr_entry;
     vctx()->modify_cq = modify_cq_entry;
+    vctx()->create_counters = create_counters_entry;
+    vctx()->destroy_counters = destroy_counters_entry;
+    vctx()->attach_counters_point_flow = attach_counters_entry;
+    vctx()->read_counters = read_counters_entry;
 }
 
 int Mlx5Context::open(const mlx5dv_context_attr* attr) {

@@ -138,6 +138,17 @@ struct Mlx5Srq;
 
 struct Mlx5Pd;
 
+// Counters: the library's part, then what reads are to be told when the
+// first rule binds them (mlx5's description pairs), and how many rules
+// hold them.
+struct Mlx5Counters {
+    verbs::VerbsCounters vc{};
+    std::mutex lock;
+    std::vector<mlx5_ib_flow_counters_desc> descs;
+    int refcount = 0;
+};
+inline Mlx5Counters* to_mcounters(ibv_counters* c) { return reinterpret_cast<Mlx5Counters*>(c); }
+
 // Where a queue's memory comes from, first that applies: a parent domain's
 // allocators (for resource `res_type`; IBV_ALLOCATOR_USE_DEFAULT passes
 // on), the context's allocators, the `component`'s ALLOC_TYPE knob.
@@ -198,6 +209,11 @@ public:
     int destroy_rwq_ind_table(ibv_rwq_ind_table* table) override;
     ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* attr) override;
     int destroy_flow(ibv_flow* flow) override;
+    // Flow counters (steering.cpp), through their verbs_context slots.
+    ibv_counters* create_counters(ibv_counters_init_attr* attr);
+    int destroy_counters(ibv_counters* counters);
+    int attach_counters(ibv_counters* counters, ibv_counter_attach_attr* attr, ibv_flow* flow);
+    int read_counters(ibv_counters* counters, uint64_t* values, uint32_t n, uint32_t flags);
     int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) override;
     int query_srq(ibv_srq* srq, ibv_srq_attr* attr) override;
     int destroy_srq(ibv_srq* srq) override;
@@ -648,6 +664,10 @@ ibv_pd* alloc_parent_domain_entry(ibv_context* ctx, ibv_parent_domain_init_attr*
 ibv_td* alloc_td_entry(ibv_context* ctx, ibv_td_init_attr* attr) noexcept;
 int dealloc_td_entry(ibv_td* td) noexcept;
 ibv_dm* alloc_dm_entry(ibv_context* ctx, ibv_alloc_dm_attr* attr) noexcept;
+ibv_counters* create_counters_entry(ibv_context* ctx, ibv_counters_init_attr* attr) noexcept;
+int destroy_counters_entry(ibv_counters* counters) noexcept;
+int attach_counters_entry(ibv_counters* counters, ibv_counter_attach_attr* attr, ibv_flow* flow) noexcept;
+int read_counters_entry(ibv_counters* counters, uint64_t* values, uint32_t n, uint32_t flags) noexcept;
 int modify_cq_entry(ibv_cq* cq, ibv_modify_cq_attr* attr) noexcept;
 int free_dm_entry(ibv_dm* dm) noexcept;
 ibv_mr* reg_dm_mr_entry(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t length, unsigned int access) noexcept;

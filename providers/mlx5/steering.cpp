@@ -189,16 +189,115 @@ Mlx5Qp* Mlx5Context::new_rss_qp(ibv_qp_init_attr_ex* attr) {
     });
 }
 
+namespace {
+
+// A flow rule, and the counters its COUNT action names (if any).
+struct Mlx5Flow {
+    ibv_flow flow{};
+    Mlx5Counters* counters = nullptr;
+};
+
+// The counters a rule's COUNT spec names: walked as libibverbs walks the
+// specs, by their sizes.
+Mlx5Counters* counters_of(const ibv_flow_attr* attr) {
+    const auto* at = reinterpret_cast<const uint8_t*>(attr + 1);
+    for (unsigned i = 0; i < attr->num_of_specs; ++i) {
+        uint32_t type;
+        uint16_t size;
+        std::memcpy(&type, at, sizeof(type));
+        std::memcpy(&size, at + offsetof(ibv_flow_spec_eth, size), sizeof(size));
+        if (type == IBV_FLOW_SPEC_ACTION_COUNT && size >= sizeof(ibv_flow_spec_counter_action)) {
+            ibv_flow_spec_counter_action a;
+            std::memcpy(&a, at, sizeof(a));
+            return reinterpret_cast<Mlx5Counters*>(a.counters);
+        }
+        if (size < sizeof(uint32_t) + sizeof(uint16_t))
+            return nullptr;  // (libibverbs refuses the rule)
+        at += size;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+// A rule that counts binds its counters: the first one tells the kernel the
+// (description, index) pairs attached so far; later attachments are EBUSY
+// while a rule holds the counters.
 ibv_flow* Mlx5Context::create_flow(ibv_qp* qp, ibv_flow_attr* attr) {
     if (attr->comp_mask) {
         errno = EINVAL;
         return nullptr;
     }
-    return create_object<ibv_flow>([&](ibv_flow& f) { return cmd_create_flow(qp, attr, &f); });
+    Mlx5Counters* c = counters_of(attr);
+    Mlx5Flow* flow = create_object<Mlx5Flow>([&](Mlx5Flow& f) {
+        if (!c)
+            return cmd_create_flow(qp, attr, &f.flow);
+        std::lock_guard<std::mutex> g(c->lock);
+        // mlx5_ib_create_flow with one mlx5_ib_flow_counters_data entry
+        alignas(8) uint8_t drv[sizeof(mlx5_ib_create_flow) + sizeof(mlx5_ib_flow_counters_data)] = {};
+        Udata u;
+        if (!c->refcount) {
+            const uint32_t one = 1;
+            std::memcpy(drv + offsetof(mlx5_ib_create_flow, ncounters_data), &one, sizeof(one));
+            mlx5_ib_flow_counters_data d{};
+            d.counters_data = c->descs.data();
+            d.ncounters = static_cast<uint32_t>(c->descs.size());
+            std::memcpy(drv + sizeof(mlx5_ib_create_flow), &d, sizeof(d));
+            u.in = drv;
+            u.in_len = sizeof(drv);
+        }
+        if (int e = cmd_create_flow(qp, attr, &f.flow, u))
+            return e;
+        ++c->refcount;
+        f.counters = c;
+        return 0;
+    });
+    return flow ? &flow->flow : nullptr;
 }
 
 int Mlx5Context::destroy_flow(ibv_flow* flow) {
-    return destroy_object(flow, [&](ibv_flow& f) { return cmd_destroy_flow(&f); });
+    return destroy_object(reinterpret_cast<Mlx5Flow*>(flow), [&](Mlx5Flow& f) {
+        if (int e = cmd_destroy_flow(&f.flow))
+            return e;
+        if (f.counters) {
+            std::lock_guard<std::mutex> g(f.counters->lock);
+            --f.counters->refcount;
+        }
+        return 0;
+    });
+}
+
+// ibv_create_counters: no attribute bit is known (EOPNOTSUPP, as the
+// reference).
+ibv_counters* Mlx5Context::create_counters(ibv_counters_init_attr* attr) {
+    if (attr->comp_mask) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    Mlx5Counters* c = create_object<Mlx5Counters>([&](Mlx5Counters& m) { return cmd_create_counters(&m.vc); });
+    return c ? &c->vc.counters : nullptr;
+}
+
+int Mlx5Context::destroy_counters(ibv_counters* counters) {
+    return destroy_object(to_mcounters(counters), [&](Mlx5Counters& m) { return cmd_destroy_counters(&m.vc); });
+}
+
+// Which count (packets or bytes) a read puts at which index; only before a
+// rule binds the counters (the reference's answers: EOPNOTSUPP for a mask
+// bit, a rule given, an unknown count; EBUSY once bound).
+int Mlx5Context::attach_counters(ibv_counters* counters, ibv_counter_attach_attr* attr, ibv_flow* flow) {
+    if (attr->comp_mask || flow || attr->counter_desc > IBV_COUNTER_BYTES)
+        return EOPNOTSUPP;
+    Mlx5Counters& m = *to_mcounters(counters);
+    std::lock_guard<std::mutex> g(m.lock);
+    if (m.refcount)
+        return EBUSY;
+    m.descs.push_back({static_cast<uint32_t>(attr->counter_desc), attr->index});
+    return 0;
+}
+
+int Mlx5Context::read_counters(ibv_counters* counters, uint64_t* values, uint32_t n, uint32_t flags) {
+    return cmd_read_counters(&to_mcounters(counters)->vc, values, n, flags);
 }
 
 }  // namespace rdma::mlx5
