@@ -74,7 +74,8 @@ uint64_t supported_send_ops(ibv_qp_type type) {
     case IBV_QPT_XRC_SEND: return kRcSendOps | kBindOps;
     case IBV_QPT_UC: return kUcSendOps | kBindOps;
     case IBV_QPT_UD: return kUdSendOps;
-    default: return 0;  // (raw packet QPs: ibv_post_send only, so far)
+    case IBV_QPT_RAW_PACKET: return IBV_QP_EX_WITH_SEND;  // (TSO: not yet)
+    default: return 0;
     }
 }
 
@@ -538,10 +539,6 @@ ibv_qp* Mlx5Context::create_qp_common(ibv_qp_init_attr_ex* attr, uint32_t drv_fl
         return nullptr;
     }
     const bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-    if (wr_api && attr->qp_type == IBV_QPT_RAW_PACKET) {
-        errno = EOPNOTSUPP;  // the ibv_wr_* builders know no Ethernet segment yet
-        return nullptr;
-    }
     ibv_qp_init_attr a = legacy_qp_attr(*attr);
     Mlx5Qp* qp = new_qp(attr->pd, &a, wr_api ? attr->send_ops_flags : 0, drv_flags);
     attr->cap = a.cap;
@@ -1433,6 +1430,67 @@ void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
     });
 }
 
+// A raw packet QP's data setters: the frame's first bytes go into the
+// Ethernet segment, the rest follows as data segments or inline, as
+// ibv_post_send lays it out (post_raw).
+void wr_raw_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!data_open(qp))
+        return;
+    if (num > qp->sq.max_gs) {
+        fail(qp->wr, ENOMEM);
+        return;
+    }
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    wr.sg_list = const_cast<ibv_sge*>(list);
+    wr.num_sge = static_cast<int>(num);
+    WqeBuilder w(*qp, qp->wr.cur, false);
+    if (int e = post_raw(w, wr, false)) {
+        fail(qp->wr, e);
+        return;
+    }
+    wr_setter_done(qp);
+}
+
+void wr_raw_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
+    const ibv_sge s{addr, length, lkey};
+    wr_raw_sge_list(qpx, 1, &s);
+}
+
+// (inline: at most kRawInlineBufs buffers, a frame's worth; more is
+// ENOMEM, as more data than the QP's inline limit is)
+constexpr size_t kRawInlineBufs = 16;
+
+void wr_raw_inline_data_list(ibv_qp_ex* qpx, size_t num, const ibv_data_buf* bufs) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!data_open(qp))
+        return;
+    ibv_sge sg[kRawInlineBufs];
+    if (num > kRawInlineBufs || !num) {
+        fail(qp->wr, num ? ENOMEM : EINVAL);
+        return;
+    }
+    for (size_t i = 0; i < num; ++i)
+        sg[i] = ibv_sge{reinterpret_cast<uintptr_t>(bufs[i].addr), static_cast<uint32_t>(bufs[i].length), 0};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    wr.sg_list = sg;
+    wr.num_sge = static_cast<int>(num);
+    WqeBuilder w(*qp, qp->wr.cur, false);
+    if (int e = post_raw(w, wr, true)) {
+        fail(qp->wr, e);
+        return;
+    }
+    qp->wr.inl = true;
+    wr_setter_done(qp);
+}
+
+void wr_raw_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
+    const ibv_data_buf b{addr, length};
+    wr_raw_inline_data_list(qpx, 1, &b);
+}
+
 void wr_start(ibv_qp_ex* qpx) {
     Mlx5Qp* qp = to_mqp(qpx);
     qp->sq.lock.lock();
@@ -1537,6 +1595,13 @@ void install_qp_ex_ops(ibv_qp_ex& q) {
     q.wr_set_sge_list = wr_set_sge_list;
     q.wr_set_inline_data = wr_set_inline_data;
     q.wr_set_inline_data_list = wr_set_inline_data_list;
+    if (q.qp_base.qp_type == IBV_QPT_RAW_PACKET) {
+        // sends only (the send ops allowed say so), each a whole frame
+        q.wr_set_sge = wr_raw_sge;
+        q.wr_set_sge_list = wr_raw_sge_list;
+        q.wr_set_inline_data = wr_raw_inline_data;
+        q.wr_set_inline_data_list = wr_raw_inline_data_list;
+    }
 }
 
 }  // namespace rdma::mlx5
