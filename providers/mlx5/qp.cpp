@@ -1390,14 +1390,22 @@ void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
     wr_setter_done(qp);
 }
 
-void wr_set_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
-    Mlx5Qp* qp = to_mqp(qpx);
+// An SGE list can go into the open WQE: one is open and the list is not
+// longer than the QP takes (ENOMEM then, as the reference).
+bool sge_list_fits(Mlx5Qp* qp, size_t num) {
     if (!data_open(qp))
-        return;
+        return false;
     if (num > qp->sq.max_gs) {
         fail(qp->wr, ENOMEM);
-        return;
+        return false;
     }
+    return true;
+}
+
+void wr_set_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
+    Mlx5Qp* qp = to_mqp(qpx);
+    if (!sge_list_fits(qp, num))
+        return;
     WqeBuilder w(*qp, qp->wr.cur, false);
     const bool atomic = is_atomic(static_cast<ibv_wr_opcode>(qp->wr.opcode));
     for (size_t i = 0; i < num; ++i)
@@ -1435,12 +1443,8 @@ void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
 // ibv_post_send lays it out (post_raw).
 void wr_raw_sge_list(ibv_qp_ex* qpx, size_t num, const ibv_sge* list) {
     Mlx5Qp* qp = to_mqp(qpx);
-    if (!data_open(qp))
+    if (!sge_list_fits(qp, num))
         return;
-    if (num > qp->sq.max_gs) {
-        fail(qp->wr, ENOMEM);
-        return;
-    }
     ibv_send_wr wr{};
     wr.opcode = IBV_WR_SEND;
     wr.sg_list = const_cast<ibv_sge*>(list);

@@ -23,6 +23,22 @@ constexpr uint32_t kMrAccessKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_W
     IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
     IBV_ACCESS_RELAXED_ORDERING;
 
+namespace {
+
+// The destroy of an object others may refer to: EINVAL when the handle is
+// no such object, EBUSY while something uses it, else it is gone.
+int erase_unused(Context& c, uint32_t handle, ObjType t) {
+    const Object* o = c.get<Object>(handle, t);
+    if (!o)
+        return -EINVAL;
+    if (o->usecnt)
+        return -EBUSY;
+    c.objects.erase(handle);
+    return 0;
+}
+
+}  // namespace
+
 // ------------------------------------------------------------------ basics
 
 EventFile::~EventFile() {
@@ -564,15 +580,7 @@ int alloc_dm(Context& c, uint64_t length, uint32_t log_align, uint64_t type, uin
     return 0;
 }
 
-int free_dm(Context& c, uint32_t handle) {
-    Dm* dm = c.get<Dm>(handle, ObjType::Dm);
-    if (!dm)
-        return -EINVAL;
-    if (dm->usecnt)
-        return -EBUSY;  // its MRs first
-    c.objects.erase(handle);
-    return 0;
-}
+int free_dm(Context& c, uint32_t handle) { return erase_unused(c, handle, ObjType::Dm); }  // (its MRs first)
 
 // The core's checks (access, ZERO_BASED required, the range inside the
 // DM), then mlx5_ib's: MEMIC MRs allow local and remote access only.
@@ -718,15 +726,7 @@ int alloc_pd(Context& c, uint32_t& handle, uint32_t& pdn) {
     return 0;
 }
 
-int dealloc_pd(Context& c, uint32_t handle) {
-    Pd* pd = c.get<Pd>(handle, ObjType::Pd);
-    if (!pd)
-        return -EINVAL;
-    if (pd->usecnt)
-        return -EBUSY;
-    c.objects.erase(handle);
-    return 0;
-}
+int dealloc_pd(Context& c, uint32_t handle) { return erase_unused(c, handle, ObjType::Pd); }
 
 // -------------------------------------------------------------- XRC domain
 
@@ -2503,15 +2503,8 @@ int create_counters(Context& c, uint32_t& handle) {
     return 0;
 }
 
-int destroy_counters(Context& c, uint32_t handle) {
-    Counters* k = c.get<Counters>(handle, ObjType::Counters);
-    if (!k)
-        return -EINVAL;
-    if (k->usecnt)
-        return -EBUSY;  // a flow rule counts into it
-    c.objects.erase(handle);
-    return 0;
-}
+// (EBUSY while a flow rule counts into them)
+int destroy_counters(Context& c, uint32_t handle) { return erase_unused(c, handle, ObjType::Counters); }
 
 // The core: counters no rule uses are EINVAL. mlx5_ib: the buffer must
 // reach the highest index described; each description's count is added

@@ -1200,17 +1200,29 @@ bool chan_wait(ibv_comp_channel* ch, int ms, ibv_cq** cq_out) {
     return true;
 }
 
-CASE(comp_channel) {
-    Dev d = open_dev("mlx5_0");
+// A connected pair whose receiver's CQs report to a completion channel,
+// with `recvs` receives posted there (ids 0 on).
+struct EventPair {
+    ibv_comp_channel* ch;
+    Q a, b;
+    Buf sb, rb;
+};
+
+EventPair event_pair(Dev& d, int recvs) {
     ibv_comp_channel* ch = ibv_create_comp_channel(d.ctx);
     CHECK(ch);
     QpOpts ob;
     ob.ch = ch;
-    Q a = mkqp(d, QpOpts{}), b = mkqp(d, ob);
-    connect(a, b);
-    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
-    for (int i = 0; i < 8; ++i)
-        post_recv(b, i, {sge(rb, 0, 4096)});
+    EventPair p{ch, mkqp(d, QpOpts{}), mkqp(d, ob), mkbuf(d.pd, 4096), mkbuf(d.pd, 4096)};
+    connect(p.a, p.b);
+    for (int i = 0; i < recvs; ++i)
+        post_recv(p.b, i, {sge(p.rb, 0, 4096)});
+    return p;
+}
+
+CASE(comp_channel) {
+    Dev d = open_dev("mlx5_0");
+    auto [ch, a, b, sb, rb] = event_pair(d, 8);
     ibv_cq* got = nullptr;
     // not armed: no event
     post(a, {.wr_id = 0, .sges = {sge(sb, 0, 10)}});
@@ -1255,15 +1267,7 @@ CASE(cq_moderation) {
     CHECK_OK(ibv_query_device_ex(d.ctx, nullptr, &ax));
     CHECK_EQ(ax.cq_mod_caps.max_cq_count, 0xffffu);
     CHECK_EQ(ax.cq_mod_caps.max_cq_period, 0xfffu);
-    ibv_comp_channel* ch = ibv_create_comp_channel(d.ctx);
-    CHECK(ch);
-    QpOpts ob;
-    ob.ch = ch;
-    Q a = mkqp(d, QpOpts{}), b = mkqp(d, ob);
-    connect(a, b);
-    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
-    for (int i = 0; i < 16; ++i)
-        post_recv(b, i, {sge(rb, 0, 4096)});
+    auto [ch, a, b, sb, rb] = event_pair(d, 16);
     ibv_modify_cq_attr m{};
     m.attr_mask = IBV_CQ_ATTR_MODERATE;
     m.moderate.cq_period = 0x1000;  // beyond the device's period
