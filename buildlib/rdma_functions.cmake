@@ -25,6 +25,26 @@ function(rdma_shared_library target somajor version mapfile)
   install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
+# rdma_pkgconfig(TARGET [REQUIRES...]): lib<TARGET>.pc, so that programs
+# build with `pkg-config --cflags --libs lib<TARGET>` alone; Version is the
+# library's file version, as the reference's .pc files give it, and
+# REQUIRES the libraries only a static link needs (Requires.private).
+function(rdma_pkgconfig target)
+  set(RDMA_PC_NAME ${target})
+  get_target_property(RDMA_PC_VERSION ${target} VERSION)
+  string(REPLACE ";" " " RDMA_PC_REQUIRES "${ARGN}")
+  foreach(d LIBDIR INCLUDEDIR)
+    # relative to the prefix where they are under it (relocatable)
+    if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
+      set(RDMA_PC_${d} "${CMAKE_INSTALL_${d}}")
+    else()
+      set(RDMA_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+    endif()
+  endforeach()
+  configure_file(${CMAKE_SOURCE_DIR}/buildlib/pkgconfig.pc.in ${CMAKE_BINARY_DIR}/pkgconfig/lib${target}.pc @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/pkgconfig/lib${target}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endfunction()
+
 # rdma_executable(TARGET src...): an installed program.
 function(rdma_executable target)
   add_executable(${target} ${ARGN})
