@@ -87,7 +87,8 @@ public:
 
     bool overflowed() const { return overflow_; }
 
-    // 0 on success, else a positive errno (as the kernel returned it).
+    // 0 on success, else a positive errno (as the kernel returned it;
+    // EINVAL for more attributes than the builder holds or one too long).
     int execute(int fd) {
         if (overflow_)
             return EINVAL;
@@ -103,7 +104,9 @@ public:
 
 private:
     ib_uverbs_attr& next(uint16_t id, size_t len) {
-        if (count_ >= MaxAttrs) {
+        // (an attribute's length is 16 bits: a longer buffer cannot be
+        // described, the call fails with EINVAL instead of a cut length)
+        if (count_ >= MaxAttrs || len > UINT16_MAX) {
             overflow_ = true;
             return scratch_;
         }

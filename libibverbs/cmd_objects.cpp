@@ -236,14 +236,11 @@ int Context::cmd_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t offset, size_t lengt
 }
 
 int Context::cmd_advise_mr(ibv_pd* pd, uint32_t advice, uint32_t flags, const ibv_sge* sg_list, uint32_t num_sge) {
-    // The list travels as one attribute, whose length field is 16 bits.
-    if (uint64_t(num_sge) * sizeof(ibv_sge) > UINT16_MAX)
-        return EINVAL;
     Ioctl<4> cmd(UVERBS_OBJECT_MR, UVERBS_METHOD_ADVISE_MR, driver_id());
     cmd.idr_in(UVERBS_ATTR_ADVISE_MR_PD_HANDLE, pd->handle);
     cmd.const_in(UVERBS_ATTR_ADVISE_MR_ADVICE, advice);
     cmd.in(UVERBS_ATTR_ADVISE_MR_FLAGS, flags);
-    cmd.ptr_in(UVERBS_ATTR_ADVISE_MR_SGE_LIST, sg_list, num_sge * sizeof(ibv_sge));
+    cmd.ptr_in(UVERBS_ATTR_ADVISE_MR_SGE_LIST, sg_list, size_t(num_sge) * sizeof(ibv_sge));
     return cmd.execute(cmd_fd());
 }
 
@@ -1011,11 +1008,9 @@ int Context::cmd_destroy_counters(VerbsCounters* c) {
 }
 
 int Context::cmd_read_counters(VerbsCounters* c, uint64_t* values, uint32_t n, uint32_t flags) {
-    if (uint64_t(n) * sizeof(uint64_t) > UINT16_MAX)
-        return EINVAL;  // more than one attribute carries
     Ioctl<3> io(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_READ, driver_id());
     io.idr_in(UVERBS_ATTR_READ_COUNTERS_HANDLE, c->handle);
-    io.ptr_out(UVERBS_ATTR_READ_COUNTERS_BUFF, values, n * sizeof(uint64_t));
+    io.ptr_out(UVERBS_ATTR_READ_COUNTERS_BUFF, values, size_t(n) * sizeof(uint64_t));
     io.in(UVERBS_ATTR_READ_COUNTERS_FLAGS, flags);
     return io.execute(cmd_fd());
 }

@@ -62,6 +62,17 @@ TEST(Ioctl, AttributesAreMandatoryUnlessMarkedOptional) {
     EXPECT_EQ(fd.data_s64, 3);
 }
 
+TEST(Ioctl, AnAttributeLongerThanItsLengthFieldFailsWithEinval) {
+    Ioctl<2> cmd(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_READ);
+    static uint64_t big[8192];  // 64 KiB: one byte past what 16 bits say
+    cmd.ptr_out(UVERBS_ATTR_READ_COUNTERS_BUFF, big, sizeof(big));
+    EXPECT_TRUE(cmd.overflowed());
+    EXPECT_EQ(cmd.execute(-1), EINVAL);
+    Ioctl<2> fits(UVERBS_OBJECT_COUNTERS, UVERBS_METHOD_COUNTERS_READ);
+    EXPECT_EQ(fits.ptr_out(UVERBS_ATTR_READ_COUNTERS_BUFF, big, UINT16_MAX).len, UINT16_MAX);
+    EXPECT_FALSE(fits.overflowed());
+}
+
 TEST(Ioctl, TooManyAttributesFailWithEinvalNotOverflow) {
     Ioctl<1> cmd(UVERBS_OBJECT_DEVICE, UVERBS_METHOD_QUERY_PORT);
     cmd.const_in(0, 1);
