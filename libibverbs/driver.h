@@ -80,6 +80,10 @@ struct VerbsCounters {
 struct VerbsMr {
     ibv_mr mr;
     int access;
+    // ibv_reg_mr kept the range from fork (ibv_dontfork_range): the
+    // deregistration gives it back. Not for ODP, device-memory or
+    // imported MRs, which pin nothing.
+    bool fork_pinned;
 };
 
 // ibv_cq_ex starts with the same fields as ibv_cq, so one prefix serves

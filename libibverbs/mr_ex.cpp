@@ -109,6 +109,7 @@ ibv_mr* reg_mr_ex(ibv_pd* pd, const ibv_mr_init_attr* attr) {
     if (!mr)
         return nullptr;
     undo.armed = false;
+    reinterpret_cast<VerbsMr*>(mr)->fork_pinned = pin;  // what ibv_dereg_mr gives back
     mr->context = pd->context;
     mr->pd = pd;
     mr->length = a.length;

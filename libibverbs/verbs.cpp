@@ -39,7 +39,10 @@ ibv_mr* register_mr(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsign
             return static_cast<ibv_mr*>(fail(e));
     ForkRangeUndo undo{addr, length, !odp};
     ibv_mr* mr = c->reg_mr(pd, addr, length, iova, static_cast<int>(access));
-    undo.armed = !odp && !mr;
+    if (mr) {
+        reinterpret_cast<VerbsMr*>(mr)->fork_pinned = !odp;
+        undo.armed = false;
+    }
     return mr;
 }
 
@@ -125,8 +128,7 @@ RDMA_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     return rdma::entry_errno([&] {
         void* addr = mr->addr;
         size_t length = mr->length;
-        // (device-memory MRs have no address: nothing to hand back to fork)
-        const bool pinned = !(reinterpret_cast<VerbsMr*>(mr)->access & IBV_ACCESS_ON_DEMAND) && addr;
+        const bool pinned = reinterpret_cast<VerbsMr*>(mr)->fork_pinned;
         int e = ctx_of(mr->context)->dereg_mr(reinterpret_cast<VerbsMr*>(mr));
         if (e == 0 && pinned)
             ibv_dofork_range(addr, length);
