@@ -74,17 +74,24 @@ int copy_from_dm(void* dst, ibv_dm* dm, uint64_t offset, size_t length) noexcept
     return 0;
 }
 
-// Maps the pages of an allocation whose first byte is `start_offset` into
-// the page with mmap index `page_idx`.
-int map_dm(Mlx5Dm& m, int cmd_fd, uint64_t start_offset, uint16_t page_idx, uint64_t length) {
+// Maps `length` bytes of device memory that start at `start_offset` into
+// the pages of mmap index `page_idx` (what DM_ALLOC, DM_QUERY and
+// DM_MAP_OP_ADDR answer): the first byte's address, or null with errno
+// set; the whole mapping in map/map_len.
+uint8_t* map_device_mem(int cmd_fd, uint64_t start_offset, uint16_t page_idx, uint64_t length, void*& map,
+                        size_t& map_len) {
     const long page = sysconf(_SC_PAGESIZE);
     const uint64_t in_page = start_offset & static_cast<uint64_t>(page - 1);
-    m.map_len = static_cast<size_t>((in_page + length + page - 1) & ~static_cast<uint64_t>(page - 1));
-    m.map = mmap(nullptr, m.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, cmd_fd,
-                 mmap_offset(page, MLX5_IB_MMAP_DEVICE_MEM, page_idx));
-    if (m.map == MAP_FAILED)
+    map_len = static_cast<size_t>((in_page + length + page - 1) & ~static_cast<uint64_t>(page - 1));
+    map = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, cmd_fd,
+               mmap_offset(page, MLX5_IB_MMAP_DEVICE_MEM, page_idx));
+    return map == MAP_FAILED ? nullptr : static_cast<uint8_t*>(map) + in_page;
+}
+
+int map_dm(Mlx5Dm& m, int cmd_fd, uint64_t start_offset, uint16_t page_idx, uint64_t length) {
+    m.start = map_device_mem(cmd_fd, start_offset, page_idx, length, m.map, m.map_len);
+    if (!m.start)
         return errno ? errno : ENOMEM;
-    m.start = static_cast<uint8_t*>(m.map) + in_page;
     m.length = length;
     m.dm.memcpy_to_dm = copy_to_dm;
     m.dm.memcpy_from_dm = copy_from_dm;
@@ -229,11 +236,8 @@ extern "C" void* mlx5dv_dm_map_op_addr(struct ibv_dm* dm, uint8_t op) {
             errno = e;
             return nullptr;
         }
-        const long page = sysconf(_SC_PAGESIZE);
-        void* p = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE, MAP_SHARED, c->cmd_fd(),
-                       rdma::mlx5::mmap_offset(page, MLX5_IB_MMAP_DEVICE_MEM, page_idx));
-        if (p == MAP_FAILED)
-            return nullptr;
-        return static_cast<uint8_t*>(p) + (start_offset & static_cast<uint64_t>(page - 1));
+        void* map;
+        size_t map_len;
+        return rdma::mlx5::map_device_mem(c->cmd_fd(), start_offset, page_idx, 1, map, map_len);
     });
 }
