@@ -3,6 +3,8 @@
 // (engine.cpp) does that.
 #include "verbs.h"
 
+#include "ucma.h"
+
 #include <algorithm>
 #include <ctime>
 #include <endian.h>
@@ -2101,14 +2103,24 @@ std::vector<uint32_t> mcast_members(const uint8_t gid[16]) {
     return v;
 }
 
-// ib_attach_mcast: UD QPs only, a multicast GID (ff..), and on InfiniBand a
+// The kernel's rdma_is_multicast_addr: an IPv6 multicast address (ff..) or
+// an IPv4 one mapped into IPv6 (::ffff:224.0.0.0/4, what rdma_cm joins on
+// RoCE).
+static bool multicast_gid(const uint8_t* gid) {
+    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (!memcmp(gid, v4mapped, 12))
+        return (gid[12] & 0xf0) == 0xe0;
+    return gid[0] == 0xff;
+}
+
+// ib_attach_mcast: UD QPs only, a multicast GID, and on InfiniBand a
 // multicast LID; attaching twice is not an error, detaching a group the QP
 // is not in is EINVAL.
 int attach_mcast(Context& c, uint32_t qph, const uint8_t* gid, uint16_t mlid) {
     Qp* qp = c.get<Qp>(qph, ObjType::Qp);
     if (!qp)
         return -EINVAL;
-    if (qp->qp_type != IBV_QPT_UD || gid[0] != 0xff)
+    if (qp->qp_type != IBV_QPT_UD || !multicast_gid(gid))
         return -EINVAL;
     const PortCfg* pc = port_cfg(*c.dev, qp->port ? qp->port : 1);
     if (pc && !pc->ethernet && (mlid < 0xc000 || mlid == 0xffff))
@@ -2202,6 +2214,10 @@ void destroy_context(Context& c) {
 }
 
 void uverbs_close(int fd) {
+    if (fd_kind(fd) == FdKind::Cm) {
+        ucma_close(fd);
+        return;
+    }
     std::lock_guard<std::recursive_mutex> g(sim().mu);
     const bool event = fd_kind(fd) == FdKind::Event;
     fd_mark(fd, FdKind::None);
@@ -2231,6 +2247,10 @@ void uverbs_close(int fd) {
 }
 
 void uverbs_dup(int oldfd, int newfd) {
+    if (fd_kind(oldfd) == FdKind::Cm) {
+        ucma_dup(oldfd, newfd);
+        return;
+    }
     std::lock_guard<std::recursive_mutex> g(sim().mu);
     const FdKind k = fd_kind(oldfd);
     if (k == FdKind::Uverbs) {
