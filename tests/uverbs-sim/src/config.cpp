@@ -441,6 +441,9 @@ void finish_config(Config& c) {
                     pc.sm_lid = 1;
                 if (!pc.port_guid)
                     pc.port_guid = d.node_guid + p;
+                // the IPoIB address rdma_cm resolves (not in the GID table)
+                if (!pc.ipv4)
+                    pc.ipv4 = (10u << 24) | (80u << 16) | static_cast<uint32_t>((i * 2 + p + 1) & 0xffff);
             } else {
                 pc.lid = 0;
                 pc.sm_lid = 0;

@@ -17,6 +17,7 @@
 // read responses and atomics (host-order values, 8-byte aligned); UC
 // without acknowledgements; UD with Q_Key checks and the 40-byte GRH area.
 // Completions are mlx5 CQE64s with the owner bit of the ring pass.
+#include "ucma.h"
 #include "verbs.h"
 #include "wire.h"
 
@@ -2495,6 +2496,10 @@ void eth_receive(const Packet& p) {
 }
 
 void dispatch(const Packet& p) {
+    if (p.h.flags & kFlagCm) {
+        ucma_receive(p);
+        return;
+    }
     if (p.h.flags & kFlagEthFrame) {
         eth_receive(p);
         return;
@@ -2639,6 +2644,7 @@ bool step() {
     }
     zip_flush_all();
     work |= flush_pending();
+    work |= ucma_tick();
     clock_pages_tick();
     const uint64_t fatal = cfg().faults.fatal_after_ms;
     if (fatal && g_first_ctx_ns && !sim().devices.empty() && !sim().devices[0].fatal &&
@@ -2729,6 +2735,15 @@ void engine_qp_state_changed(Qp& qp, uint8_t old) {
 }
 
 void engine_qp_destroy(Qp& qp) {
+    // A device takes a doorbell within microseconds, long before a destroy
+    // command gets through its firmware: what was posted and rung before
+    // the destroy leaves (the model may not have polled since; a sender
+    // that posts unsignaled datagrams and destroys its QP at once, as
+    // mckey does, expects them sent).
+    if (qp.eng && (qp.state == IBV_QPS_RTS || qp.state == IBV_QPS_SQD) && qp.qp_type != IBV_QPT_RC &&
+        qp.qp_type != IBV_QPT_XRC_SEND) {
+        for (int i = 0; i < 64 && poll_sq(qp); ++i) {}
+    }
     // What this QP already answered (ACKs, read responses) left the port on
     // a real device; here it may still sit in the outgoing queue because a
     // peer socket was full. Give it a moment to go before the process

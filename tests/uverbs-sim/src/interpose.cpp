@@ -2,6 +2,7 @@
 // cheap question first (is this one of our fds? does the path start with
 // /sys/class/infiniband or /dev/infiniband?) and otherwise calls libc as is.
 #include "sim.h"
+#include "ucma.h"
 
 #include <cerrno>
 #include <cstdarg>
@@ -30,6 +31,8 @@ F next(const char* name) {
 
 namespace {
 
+constexpr int kRdmaCmNode = -2;  // cdev_index_of: /dev/infiniband/rdma_cm
+
 // Opens /dev/infiniband/uverbsN: a real fd (on /dev/null, so poll/fcntl/dup
 // behave) that the emulator answers for.
 int open_uverbs(int index, int flags) {
@@ -56,23 +59,45 @@ int open_uverbs(int index, int flags) {
 void fake_cdev_stat(struct stat* st, int index) {
     memset(st, 0, sizeof *st);
     st->st_mode = S_IFCHR | 0666;
-    st->st_rdev = makedev(231, 192 + index);
+    st->st_rdev = index == kRdmaCmNode ? makedev(10, 58) : makedev(231, 192 + index);
     st->st_dev = makedev(0, 5);
     st->st_nlink = 1;
     st->st_blksize = 4096;
 }
 
-// For stat-like calls: the path of a uverbs node gets a character device.
+bool is_rdma_cm_path(const char* path) {
+    if (!path)
+        return false;
+    if (strcmp(path, "/dev/infiniband/rdma_cm") == 0)
+        return true;
+    // the node's path in the tree (realpath of the node gives it)
+    constexpr size_t kLen = sizeof("/dev/infiniband/rdma_cm") - 1;
+    const size_t n = strlen(path);
+    if (n <= kLen || strcmp(path + n - kLen, "/dev/infiniband/rdma_cm") != 0)
+        return false;
+    const std::string& root = tree_root();
+    return !root.empty() && strncmp(path, root.c_str(), root.size()) == 0 &&
+        strcmp(path + root.size(), "/dev/infiniband/rdma_cm") == 0;
+}
+
+// For stat-like calls: the path of a uverbs node gets a character device
+// (its index), the rdma_cm node kRdmaCmNode.
 int cdev_index_of(const char* path) {
-    if (!path || strncmp(path, "/dev/infiniband/", 16) != 0)
+    if (!path)
+        return -1;
+    if (is_rdma_cm_path(path))
+        return kRdmaCmNode;
+    if (strncmp(path, "/dev/infiniband/", 16) != 0)
         return -1;
     return uverbs_index_for_path(path);
 }
 
+bool is_cdev(int idx) { return idx >= 0 || idx == kRdmaCmNode; }
+
 // stat/lstat of a path: uverbs nodes are character devices, the tree is
 // mapped, the rest is libc's.
 int path_stat(int (*real)(const char*, struct stat*), const char* path, struct stat* st) {
-    if (int idx = cdev_index_of(path); idx >= 0) {
+    if (int idx = cdev_index_of(path); is_cdev(idx)) {
         fake_cdev_stat(st, idx);
         return 0;
     }
@@ -104,6 +129,8 @@ void replaced(int oldfd, int newfd) {
 int do_open(const char* path, int flags, mode_t mode) {
     if (path && path[0] == '/') {
         int idx = cdev_index_of(path);
+        if (idx == kRdmaCmNode)
+            return ucma_open(flags);
         if (idx >= 0)
             return open_uverbs(idx, flags);
         std::string m = map_path(path);
@@ -200,7 +227,7 @@ __attribute__((visibility("default"))) char* realpath(const char* path, char* re
 
 __attribute__((visibility("default"))) int access(const char* path, int mode) {
     static auto real = next<int (*)(const char*, int)>("access");
-    if (cdev_index_of(path) >= 0)
+    if (is_cdev(cdev_index_of(path)))
         return 0;
     std::string m = map_path(path);
     return real(m.empty() ? path : m.c_str(), mode);
@@ -224,6 +251,10 @@ __attribute__((visibility("default"))) int lstat64(const char* path, struct stat
 
 __attribute__((visibility("default"))) int fstat(int fd, struct stat* st) {
     static auto real = next<int (*)(int, struct stat*)>("fstat");
+    if (fd_kind(fd) == FdKind::Cm) {
+        fake_cdev_stat(st, kRdmaCmNode);
+        return 0;
+    }
     if (fd_kind(fd) == FdKind::Uverbs) {
         std::lock_guard<std::recursive_mutex> g(sim().mu);
         auto it = sim().files.find(fd);
@@ -246,7 +277,7 @@ __attribute__((visibility("default"))) int fstatat(int dirfd, const char* path, 
     asm("" : "+r"(p));
     if (p && p[0] == 0 && (flags & AT_EMPTY_PATH))
         return fstat(dirfd, st);
-    if (int idx = cdev_index_of(path); idx >= 0) {
+    if (int idx = cdev_index_of(path); is_cdev(idx)) {
         fake_cdev_stat(st, idx);
         return 0;
     }
@@ -288,6 +319,14 @@ __attribute__((visibility("default"))) int ioctl(int fd, unsigned long request, 
 }
 
 __attribute__((visibility("default"))) ssize_t write(int fd, const void* buf, size_t len) {
+    if (fd_kind(fd) == FdKind::Cm) {
+        ssize_t r = ucma_write(fd, buf, len);
+        if (r < 0) {
+            errno = static_cast<int>(-r);
+            return -1;
+        }
+        return r;
+    }
     if (fd_kind(fd) == FdKind::Uverbs) {
         std::lock_guard<std::recursive_mutex> g(sim().mu);
         auto it = sim().files.find(fd);

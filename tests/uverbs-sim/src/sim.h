@@ -612,7 +612,7 @@ Sim& sim();
 // ------------------------------------------------------------ fd registry
 
 // Marks fds the emulator owns so interposed calls route them cheaply.
-enum class FdKind : uint8_t { None, Uverbs, Event };
+enum class FdKind : uint8_t { None, Uverbs, Event, Cm };
 constexpr int kMaxFd = 1 << 16;  // fds at or above are never the emulator's
 void fd_mark(int fd, FdKind k);
 FdKind fd_kind(int fd);

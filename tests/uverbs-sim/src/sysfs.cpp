@@ -155,7 +155,7 @@ uint64_t fnv(const std::string& s) {
 
 // Everything that shapes the tree, as text (for the hash).
 std::string describe(const Config& c) {
-    std::string s = "v3";
+    std::string s = "v4";
     for (const DevCfg& d : c.devices) {
         char b[256];
         snprintf(b, sizeof b, "|%s %x %u %u %llx %llx %s %s %s", d.name.c_str(), d.vendor_id, d.part_id, d.hw_ver,
@@ -179,6 +179,10 @@ namespace {
 
 bool build_tree(const Config& c, const std::string& root) {
     bool ok = put(root + "/sys/class/infiniband_verbs/abi_version", "6");
+    // the rdma_cm misc device (ucma.cpp) and its ABI version
+    ok &= put(root + "/sys/class/misc/rdma_cm/abi_version", "4");
+    ok &= put(root + "/sys/class/misc/rdma_cm/dev", "10:58");
+    ok &= put(root + "/dev/infiniband/rdma_cm", "");
     for (size_t i = 0; i < c.devices.size() && ok; ++i) {
         const DevCfg& d = c.devices[i];
         const std::string pci_rel = "devices/pci0000:00/" + d.pci_addr;
@@ -312,10 +316,13 @@ const std::string& tree_root() {
 std::string map_path(const char* path) {
     if (!path || path[0] != '/')
         return {};
-    // Quick reject: everything not under /sys/class/infiniband* or /dev/infiniband.
-    if (strncmp(path, "/sys/class/infiniband", 21) != 0 && strncmp(path, "/dev/infiniband", 15) != 0)
+    // Quick reject: everything not under /sys/class/infiniband*, /dev/infiniband
+    // or the rdma_cm misc device.
+    if (strncmp(path, "/sys/class/infiniband", 21) != 0 && strncmp(path, "/dev/infiniband", 15) != 0 &&
+        strncmp(path, "/sys/class/misc/rdma_cm", 23) != 0)
         return {};
-    static const char* const prefixes[] = {"/sys/class/infiniband_verbs", "/sys/class/infiniband", "/dev/infiniband"};
+    static const char* const prefixes[] = {"/sys/class/infiniband_verbs", "/sys/class/infiniband", "/dev/infiniband",
+                                           "/sys/class/misc/rdma_cm"};
     for (const char* p : prefixes) {
         size_t n;
         if (has_prefix(path, p, n)) {

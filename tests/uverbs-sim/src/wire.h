@@ -103,6 +103,9 @@ enum : uint8_t {
     // sgid[0..5]: the MAC of the port it left (which loops it back to
     // other contexts); rkey and va: the sender's slot and context.
     kFlagEthFrame = 64,
+    // A connection manager message (ucma.cpp) for the process's CM (its
+    // GSI): dest_qpn is (slot << 16) | 1, the payload a CmMsg.
+    kFlagCm = 128,
 };
 
 struct Packet {
