@@ -1,4 +1,6 @@
-// The connection manager against the kernel (rxe0 in the test VM, 10.78.0.1).
+// The connection manager against the kernel (rxe0 in the test VM, 10.78.0.1)
+// or against the emulated rdma_cm of tests/uverbs-sim (CM_TEST_DEVICE and
+// CM_TEST_ADDR name its device and port address).
 // The same source is built twice: against our librdmacm and against
 // Debian's. Both binaries must pass, so every expectation here is the
 // reference's behaviour, observed, not assumed: events, statuses, errnos,
@@ -26,7 +28,13 @@
 
 namespace {
 
-constexpr const char* kLocal = "10.78.0.1";
+const char* env_or(const char* name, const char* def) {
+    const char* v = getenv(name);
+    return v && *v ? v : def;
+}
+
+const char* const kLocal = env_or("CM_TEST_ADDR", "10.78.0.1");
+const char* const kDevice = env_or("CM_TEST_DEVICE", "rxe0");
 constexpr const char* kNoRoute = "10.99.99.99";
 
 int count_fds() {
@@ -170,13 +178,66 @@ TEST_F(Cm, BindReportsDevicePortAndAddress) {
     sockaddr_in a = ip4(kLocal, 0);
     ASSERT_EQ(rdma_bind_addr(id, sa(a)), 0);
     ASSERT_NE(id->verbs, nullptr);
-    EXPECT_STREQ(ibv_get_device_name(id->verbs->device), "rxe0");
+    EXPECT_STREQ(ibv_get_device_name(id->verbs->device), kDevice);
     EXPECT_EQ(id->port_num, 1);
     EXPECT_NE(id->pd, nullptr);
     EXPECT_EQ(id->route.addr.src_sin.sin_addr.s_addr, a.sin_addr.s_addr);
     ASSERT_EQ(rdma_listen(id, 4), 0);
     EXPECT_NE(rdma_get_src_port(id), 0) << "listen on port 0 picks a port";
     EXPECT_EQ(rdma_get_dst_port(id), 0);
+    EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// Port spaces are the host's: a port bound to an address cannot be bound
+// to it again (EADDRINUSE), nor to "any" (EADDRNOTAVAIL); with
+// RDMA_OPTION_ID_REUSEADDR on both ids it can.
+TEST_F(Cm, PortInUse) {
+    Channel c;
+    rdma_cm_id *a = nullptr, *b = nullptr, *any = nullptr;
+    ASSERT_EQ(rdma_create_id(c.ch, &a, nullptr, RDMA_PS_TCP), 0);
+    ASSERT_EQ(rdma_create_id(c.ch, &b, nullptr, RDMA_PS_TCP), 0);
+    ASSERT_EQ(rdma_create_id(c.ch, &any, nullptr, RDMA_PS_TCP), 0);
+    const uint16_t port = next_port();
+    sockaddr_in at = ip4(kLocal, port), wild = ip4("0.0.0.0", port);
+    ASSERT_EQ(rdma_bind_addr(a, sa(at)), 0) << strerror(errno);
+    errno = 0;
+    EXPECT_EQ(rdma_bind_addr(b, sa(at)), -1);
+    EXPECT_EQ(errno, EADDRINUSE);
+    errno = 0;
+    EXPECT_EQ(rdma_bind_addr(any, sa(wild)), -1);
+    EXPECT_EQ(errno, EADDRNOTAVAIL);
+    EXPECT_EQ(rdma_destroy_id(b), 0);
+    EXPECT_EQ(rdma_destroy_id(any), 0);
+    EXPECT_EQ(rdma_destroy_id(a), 0);
+
+    // reuse on both: they share it
+    int one = 1;
+    const uint16_t port2 = next_port();
+    sockaddr_in at2 = ip4(kLocal, port2);
+    ASSERT_EQ(rdma_create_id(c.ch, &a, nullptr, RDMA_PS_TCP), 0);
+    ASSERT_EQ(rdma_create_id(c.ch, &b, nullptr, RDMA_PS_TCP), 0);
+    ASSERT_EQ(rdma_set_option(a, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one), 0);
+    ASSERT_EQ(rdma_set_option(b, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one), 0);
+    EXPECT_EQ(rdma_bind_addr(a, sa(at2)), 0) << strerror(errno);
+    EXPECT_EQ(rdma_bind_addr(b, sa(at2)), 0) << strerror(errno);
+    EXPECT_EQ(rdma_destroy_id(b), 0);
+    EXPECT_EQ(rdma_destroy_id(a), 0);
+
+    // once the owner is gone, the port is free again
+    ASSERT_EQ(rdma_create_id(c.ch, &a, nullptr, RDMA_PS_TCP), 0);
+    EXPECT_EQ(rdma_bind_addr(a, sa(at)), 0) << strerror(errno);
+    EXPECT_EQ(rdma_destroy_id(a), 0);
+}
+
+// An address no interface has cannot be bound.
+TEST_F(Cm, BindToForeignAddressIsEaddrnotavail) {
+    Channel c;
+    rdma_cm_id* id = nullptr;
+    ASSERT_EQ(rdma_create_id(c.ch, &id, nullptr, RDMA_PS_TCP), 0);
+    sockaddr_in a = ip4(kNoRoute, 0);
+    errno = 0;
+    EXPECT_EQ(rdma_bind_addr(id, sa(a)), -1);
+    EXPECT_EQ(errno, EADDRNOTAVAIL);
     EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
@@ -307,6 +368,37 @@ TEST_F(Cm, SynchronousConnectWithoutListenerIsEconnrefused) {
     EXPECT_EQ(errno, ECONNREFUSED);
     rdma_destroy_qp(id);
     EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// A REQ has room for 56 bytes of the caller's private data (92 less the
+// rdma_cm header); a connected id that never connected cannot disconnect.
+TEST_F(Cm, ConnectPrivateDataLimitAndDisconnectWithoutConnection) {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(p.listen());
+    ASSERT_NO_FATAL_FAILURE(p.resolve());
+    ibv_qp_init_attr attr = rc_attr();
+    ASSERT_EQ(rdma_create_qp(p.client, nullptr, &attr), 0);
+    errno = 0;
+    EXPECT_EQ(rdma_disconnect(p.client), -1);
+    EXPECT_EQ(errno, EINVAL);
+    char big[57] = {};
+    rdma_conn_param cp{};
+    cp.private_data = big;
+    cp.private_data_len = sizeof big;
+    errno = 0;
+    EXPECT_EQ(rdma_connect(p.client, &cp), -1);
+    EXPECT_EQ(errno, EINVAL);
+    cp.private_data_len = 56;
+    ASSERT_EQ(rdma_connect(p.client, &cp), 0) << strerror(errno);
+    rdma_cm_event* e;
+    EXPECT_EVENT(p.sc.ch, RDMA_CM_EVENT_CONNECT_REQUEST, e);
+    EXPECT_EQ(e->param.conn.private_data_len, 56);
+    rdma_cm_id* req = e->id;
+    rdma_ack_cm_event(e);
+    EXPECT_EQ(rdma_reject(req, nullptr, 0), 0);
+    EXPECT_EQ(rdma_destroy_id(req), 0);
+    EXPECT_EVENT(p.cc.ch, RDMA_CM_EVENT_REJECTED, e);
+    rdma_ack_cm_event(e);
 }
 
 TEST_F(Cm, RejectCarriesPrivateData) {

@@ -53,3 +53,28 @@ add_test(NAME unit.librdmacm COMMAND librdmacm_unit_tests)
 add_test(NAME compat.rdmacm_no_device
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/no_device_compat.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(compat.rdmacm_no_device PROPERTIES SKIP_RETURN_CODE 77)
+
+# The same suite on the host, over the emulated rdma_cm of tests/uverbs-sim
+# (src/ucma.cpp), on a RoCE port and on an InfiniBand port: Debian's
+# librdmacm + libmlx5 judge the emulation, ours runs on it too.
+if(EXISTS ${CMAKE_SOURCE_DIR}/tests/uverbs-sim/CMakeLists.txt)
+  foreach(link roce ib)
+    if(link STREQUAL "roce")
+      set(cm_env "UVERBS_SIM_LINK=eth;CM_TEST_ADDR=10.79.0.1")
+    else()
+      set(cm_env "CM_TEST_ADDR=10.80.0.1")
+    endif()
+    set(cm_run ${CMAKE_CURRENT_BINARY_DIR}/uvsim-cm)
+    add_test(NAME uvsim.ours.cm_suite_${link}
+      COMMAND ${CMAKE_BINARY_DIR}/bin/uverbs-sim-run --dir ${cm_run}-ours-${link} $<TARGET_FILE:librdmacm_cm_tests>)
+    set_tests_properties(uvsim.ours.cm_suite_${link} PROPERTIES TIMEOUT 300 LABELS "uvsim;uvsim-ours"
+      ENVIRONMENT "${cm_env};CM_TEST_DEVICE=mlx5_0;LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/lib")
+    if(TARGET librdmacm_cm_tests_reference)
+      add_test(NAME uvsim.ref.cm_suite_${link}
+        COMMAND ${CMAKE_BINARY_DIR}/bin/uverbs-sim-run --dir ${cm_run}-ref-${link}
+                $<TARGET_FILE:librdmacm_cm_tests_reference>)
+      set_tests_properties(uvsim.ref.cm_suite_${link} PROPERTIES TIMEOUT 300 LABELS "uvsim;uvsim-ref"
+        ENVIRONMENT "${cm_env};CM_TEST_DEVICE=mlx5_0")
+    endif()
+  endforeach()
+endif()

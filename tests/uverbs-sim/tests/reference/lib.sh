@@ -138,7 +138,7 @@ sim() {
 stack_check() {
 	local tag=$1 prog=$2 inits foreign
 	inits=$(cat "$W/$tag.ld".* 2>/dev/null | sed -n 's/.*calling init: //p')
-	foreign=$(echo "$inits" | grep -E 'libibverbs\.so|libmlx5|-rdmav[0-9]+\.so' | sort -u |
+	foreign=$(echo "$inits" | grep -E 'libibverbs\.so|librdmacm\.so|librspreload|libmlx5|-rdmav[0-9]+\.so' | sort -u |
 		grep -v "^$OURS_LIB/" || true)
 	echo "$inits" | grep -q "^$OURS_LIB/libmlx5" ||
 		fail "stack check: $prog did not load $OURS_LIB's mlx5 provider"
@@ -165,6 +165,10 @@ listening() {
 
 # pair TAG: runs the server command in SRV (an array) and, once it listens
 # on TCP port $P (default $PORT), the client in CLI. Results: SRC, CRC.
+# READY names another readiness check (a function given the port), as the
+# rdma_cm programs listen on the emulated rdma_cm, not on TCP. With
+# SRV_FOREVER set the server serves until stopped (cmtime's does): once
+# the client is done it gets SIGTERM, which counts as a clean exit.
 pair() {
 	local tag=$1 p=${P:-$PORT} i pid
 	SHOW+=("$tag.server")
@@ -179,7 +183,7 @@ pair() {
 	pid=$!
 	# the server listens before it touches the device on every program here
 	for i in $(seq 1 200); do
-		listening "$p" && break
+		"${READY:-listening}" "$p" && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -188,8 +192,11 @@ pair() {
 	sim "$tag.client" "${CLI[@]}"
 	STACK=$stack
 	CRC=$RC
+	# (the subshell's child is timeout(1), which hands SIGTERM on)
+	[ -n "${SRV_FOREVER:-}" ] && pkill -TERM -P "$pid" timeout
 	wait "$pid"
 	SRC=$?
+	[ -n "${SRV_FOREVER:-}" ] && [ "$SRC" -eq 143 ] && SRC=0
 	[ "$SRV_STACK" = ours ] && [ "$SRC" -eq 0 ] && stack_check "$tag.server" "${SRV[0]}"
 	# On a mixed pair the Debian side must not have loaded ours.
 	if [ "$SRV_STACK" != "$CLI_STACK" ]; then
