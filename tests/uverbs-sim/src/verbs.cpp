@@ -1163,6 +1163,8 @@ uint32_t cq_ring_entries(uint32_t cqe, uint32_t max_cqe) {
 
 int create_cq(Context& c, const CqArgs& a, uint32_t& handle, uint32_t& cqe_out, uint32_t& cqn) {
     const DevCfg& d = *c.dev->cfg;
+    UVSIM_TRACE("create_cq: cqe %u vector %u cqe_size %u flags 0x%x comp %u format %u drv %zu", a.cqe, a.comp_vector,
+                a.drv.cqe_size, a.drv.flags, a.drv.cqe_comp_en, a.drv.cqe_comp_res_format, a.drv_len);
     if (a.cqe < 1 || a.cqe > d.max_cqe)
         return -EINVAL;
     if (a.drv_len < offsetof(mlx5_ib_create_cq, cqe_comp_en))
