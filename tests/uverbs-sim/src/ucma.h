@@ -1,6 +1,6 @@
 // The emulated rdma_cm (the kernel's ucma: /dev/infiniband/rdma_cm and its
 // write ABI of rdma_user_cm.h) and the CM protocol it runs between the
-// processes of a simulated host. See ucma.cpp and ../doc/rdma-cm.md.
+// processes of a simulated host. See ucma.cpp and the README.
 #pragma once
 
 #include <cstddef>
