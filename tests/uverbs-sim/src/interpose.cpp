@@ -225,6 +225,18 @@ __attribute__((visibility("default"))) char* realpath(const char* path, char* re
     return real(m.empty() ? path : m.c_str(), resolved);
 }
 
+// The fortified and GNU spellings of the same calls (a program built with
+// _FORTIFY_SOURCE calls __realpath_chk and __readlink_chk; UCX does).
+__attribute__((visibility("default"))) char* __realpath_chk(const char* path, char* resolved, size_t) {
+    return realpath(path, resolved);
+}
+__attribute__((visibility("default"))) char* canonicalize_file_name(const char* path) {
+    return realpath(path, nullptr);
+}
+__attribute__((visibility("default"))) ssize_t __readlink_chk(const char* path, char* buf, size_t len, size_t) {
+    return readlink(path, buf, len);
+}
+
 __attribute__((visibility("default"))) int access(const char* path, int mode) {
     static auto real = next<int (*)(const char*, int)>("access");
     if (is_cdev(cdev_index_of(path)))

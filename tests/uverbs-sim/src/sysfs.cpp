@@ -155,7 +155,7 @@ uint64_t fnv(const std::string& s) {
 
 // Everything that shapes the tree, as text (for the hash).
 std::string describe(const Config& c) {
-    std::string s = "v4";
+    std::string s = "v6";
     for (const DevCfg& d : c.devices) {
         char b[256];
         snprintf(b, sizeof b, "|%s %x %u %u %llx %llx %s %s %s", d.name.c_str(), d.vendor_id, d.part_id, d.hw_ver,
@@ -199,6 +199,12 @@ bool build_tree(const Config& c, const std::string& root) {
         ok &= put(pci + "/class", "0x020700");
         ok &= put(pci + "/numa_node", "-1");
         ok &= put(pci + "/local_cpulist", "0-" + std::to_string(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN) - 1)));
+        {
+            // the same CPUs as a mask (32-bit words, most significant first)
+            const long ncpu = std::max(1L, std::min(sysconf(_SC_NPROCESSORS_ONLN), 32L));
+            snprintf(b, sizeof b, "%08lx", ncpu == 32 ? 0xffffffffUL : (1UL << ncpu) - 1);
+            ok &= put(pci + "/local_cpus", b);
+        }
         ok &= put(pci + "/uevent", "DRIVER=mlx5_core\nPCI_SLOT_NAME=" + d.pci_addr);
 
         const std::string uv = root + "/sys/class/infiniband_verbs/uverbs" + std::to_string(i);
@@ -208,8 +214,13 @@ bool build_tree(const Config& c, const std::string& root) {
         ok &= link_to("../../../" + pci_rel, uv + "/device");
         ok &= put(root + "/dev/infiniband/uverbs" + std::to_string(i), "");
 
-        const std::string ib = root + "/sys/class/infiniband/" + d.name;
-        ok &= link_to("../../../" + pci_rel, ib + "/device");
+        // As Linux has it: the device's directory under its PCI function,
+        // and /sys/class/infiniband/<name> a link to it (UCX finds the PCI
+        // function by walking up from the link's real path).
+        const std::string ib = pci + "/infiniband/" + d.name;
+        ok &= link_to("../..", ib + "/device");
+        ok &= mkdirs(root + "/sys/class/infiniband");
+        ok &= link_to("../../" + pci_rel + "/infiniband/" + d.name, root + "/sys/class/infiniband/" + d.name);
         ok &= put(ib + "/node_type", "1: CA");
         ok &= put(ib + "/node_guid", hex16(d.node_guid));
         ok &= put(ib + "/sys_image_guid", hex16(d.sys_image_guid));
@@ -303,7 +314,9 @@ void sysfs_remove_device(int index, const std::string& name) {
     if (root.empty())
         return;
     const std::string uv = "uverbs" + std::to_string(index);
-    for (const std::string& dir : {root + "/sys/class/infiniband/" + name, root + "/sys/class/infiniband_verbs/" + uv})
+    const std::string pci = root + "/sys/devices/pci0000:00/" + cfg().devices[index].pci_addr;
+    for (const std::string& dir : {root + "/sys/class/infiniband/" + name, pci + "/infiniband/" + name,
+                                   root + "/sys/class/infiniband_verbs/" + uv})
         nftw(dir.c_str(), rm_one, 16, FTW_DEPTH | FTW_PHYS);
     unlink((root + "/dev/infiniband/" + uv).c_str());
 }

@@ -82,6 +82,26 @@ TEST(Sysfs, DeviceLinksReachThePciFunction) {
     EXPECT_EQ(target[0], '.') << "absolute link " << target;
 }
 
+TEST(Sysfs, ClassEntryIsALinkUnderThePciFunction) {
+    // As Linux has it: /sys/class/infiniband/<name> links to
+    // devices/<PCI function>/infiniband/<name>, so walking up from its real
+    // path finds the PCI function (its vendor and device files), as UCX
+    // does; and the function's local_cpus mask is there.
+    const std::string d0 = real_path(kIb + "/mlx5_0");
+    ASSERT_FALSE(d0.empty());
+    EXPECT_EQ(d0, tree_root() + "/sys/devices/pci0000:00/0000:08:00.0/infiniband/mlx5_0");
+    char target[PATH_MAX];
+    ssize_t n = readlink(map_path((kIb + "/mlx5_0").c_str()).c_str(), target, sizeof target - 1);
+    ASSERT_GT(n, 0);
+    target[n] = 0;
+    EXPECT_STREQ(target, "../../devices/pci0000:00/0000:08:00.0/infiniband/mlx5_0");
+    const std::string fn = d0.substr(0, d0.size() - std::string("/infiniband/mlx5_0").size());
+    struct stat st;
+    EXPECT_EQ(stat((fn + "/device").c_str(), &st), 0);
+    EXPECT_EQ(stat((fn + "/local_cpus").c_str(), &st), 0);
+    EXPECT_EQ(real_path(kIb + "/mlx5_0/device"), fn);
+}
+
 TEST(Sysfs, ModaliasMatchesTheMlx5Provider) {
     // libibverbs matches a provider's PCI table against the modalias with
     // the pattern "pci:v%08Xd%08Xsv*sd*bc*sc*i*"
