@@ -955,8 +955,15 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
             off += 16;
         }
     }
-    // data: pointer segments or inline segments
-    bool inl = false;
+    // data: pointer and inline segments, gathered in their order (a WQE
+    // may mix them: UCX puts its header inline and the payload behind a
+    // pointer). Each inline piece: the pointer segments before it, where
+    // its bytes are in the WQE, how many.
+    struct InlinePiece {
+        size_t sges_before, at, len;
+    };
+    std::vector<InlinePiece> pieces;
+    size_t inline_bytes = 0;
     while (off + 4 <= size) {
         uint32_t bc;
         memcpy(&bc, w + off, 4);
@@ -965,11 +972,11 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
             const uint32_t n = bc & ~MLX5_INLINE_SEG;
             if (off + 4 + n > size)
                 return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-            if (n > cfg().devices[qp.ctx->dev->index].max_inline + 64)
+            inline_bytes += n;
+            if (inline_bytes > cfg().devices[qp.ctx->dev->index].max_inline + 64)
                 return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-            op.data.insert(op.data.end(), w + off + 4, w + off + 4 + n);
+            pieces.push_back({op.sges.size(), off + 4, n});
             off += (4 + n + 15) & ~size_t(15);
-            inl = true;
             continue;
         }
         if (off + 16 > size)
@@ -982,10 +989,9 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
             continue;  // padding
         op.sges.push_back(s);
     }
-    if (inl && !op.sges.empty())
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    if (qp.qp_type == IBV_QPT_RAW_PACKET && !inl) {
-        uint64_t total = op.data.size() + sge_total(op.sges);
+    const bool inl = !pieces.empty();
+    if (qp.qp_type == IBV_QPT_RAW_PACKET) {
+        uint64_t total = op.data.size() + inline_bytes + sge_total(op.sges);
         if (total > kMaxPayload)
             return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;  // longer than any frame the port takes
     }
@@ -1004,9 +1010,16 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         }
         return 0;
     }
-    if (!inl)  // (appended: after a raw packet's inline L2 header)
-        if (uint8_t e = gather(qp, op.sges, op.data))
+    // (appended: after a raw packet's inline L2 header)
+    size_t next = 0;
+    for (size_t i = 0; i <= op.sges.size(); ++i) {
+        for (; next < pieces.size() && pieces[next].sges_before == i; ++next)
+            op.data.insert(op.data.end(), w + pieces[next].at, w + pieces[next].at + pieces[next].len);
+        if (i == op.sges.size())
+            break;
+        if (uint8_t e = gather(qp, {op.sges[i]}, op.data))
             return e;
+    }
     op.len = static_cast<uint32_t>(op.data.size());
     if (op.len > (1u << 30))
         return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;

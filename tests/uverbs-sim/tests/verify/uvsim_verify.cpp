@@ -2707,6 +2707,51 @@ CASE(bad_wqe) {
     send_one(a, b, sb, rb, 4096, 1);
 }
 
+// A send WQE may mix inline and pointer data segments, gathered in their
+// order (UCX puts its header inline and the payload behind a pointer):
+// inline, pointer, inline arrive as one message in that order.
+CASE(wqe_inline_and_pointer) {
+    Dev d = open_dev("mlx5_0");
+    QpOpts o;
+    o.max_send_wr = 16;
+    auto [a, b] = pair(d, o);
+    Raw r;
+    r.q = a;
+    mlx5dv_obj obj{};
+    obj.qp.in = a.qp;
+    obj.qp.out = &r.dv;
+    CHECK_OK(mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP));
+    Buf sb = mkbuf(d.pd, 4096), rb = mkbuf(d.pd, 4096);
+    fill(sb, 0, 100, 7);
+    memset(rb.p, 0xee, 256);
+    post_recv(b, 77, {sge(rb, 0, 256)});
+    // ctrl, inline 12 bytes (one 16-byte segment), pointer 100 bytes,
+    // inline 3 bytes: 4 segments
+    uint8_t w[64] = {};
+    raw_ctrl(w, r, MLX5_OPCODE_SEND, 4);
+    const char head[12] = {'h', 'e', 'a', 'd', 'e', 'r', '-', 'b', 'y', 't', 'e', 's'};
+    uint32_t bc = htobe32(MLX5_INLINE_SEG | sizeof head);
+    memcpy(w + 16, &bc, 4);
+    memcpy(w + 20, head, sizeof head);
+    auto* ds = reinterpret_cast<mlx5_wqe_data_seg*>(w + 32);
+    ds->byte_count = htobe32(100);
+    ds->lkey = htobe32(sb.lkey());
+    ds->addr = htobe64(sb.addr());
+    bc = htobe32(MLX5_INLINE_SEG | 3);
+    memcpy(w + 48, &bc, 4);
+    memcpy(w + 52, "END", 3);
+    raw_post(r, w, 1);
+    ibv_wc wc = POLL1(a.scq);
+    CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+    wc = POLL1(b.rcq);
+    CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, 12u + 100u + 3u);
+    SAME(rb.p, reinterpret_cast<const uint8_t*>(head), sizeof head, "inline header");
+    SAME(rb.p + 12, sb.p, 100, "pointer payload");
+    SAME(rb.p + 112, reinterpret_cast<const uint8_t*>("END"), 3, "inline trailer");
+    CHECK_EQ(rb.p[115], 0xee);
+}
+
 // ------------------------------------------------- raw Ethernet, RSS, flows
 //
 // Two devices with one Ethernet port each (UVERBS_SIM_DEVICES=2,
