@@ -598,14 +598,20 @@ struct Event {
     uint32_t child = 0;  // CONNECT_REQUEST: the new id
 };
 
+// One open rdma_cm file: a datagram socket pair whose application end is
+// readable while events wait (one byte per event). GET_EVENT waits on
+// wait_fd, our duplicate of the application's end (the same open file, so
+// its O_NONBLOCK is the application's): a thread blocked there stays
+// blocked when another thread closes the application's fd, as a write()
+// blocked in the kernel holds its file.
 struct CmFile {
-    int app_fd = -1, our_fd = -1;
+    int app_fd = -1, our_fd = -1, wait_fd = -1;
     std::deque<Event> events;
     ~CmFile() {
-        if (app_fd >= 0)
-            libc().close(app_fd);  // (when the application already closed it, close just fails)
         if (our_fd >= 0)
             libc().close(our_fd);
+        if (wait_fd >= 0)
+            libc().close(wait_fd);
     }
 };
 
@@ -682,7 +688,7 @@ void purge_events(CmFile* f, uint32_t owner, uint32_t mc, std::vector<uint32_t>*
     }
     char b;
     for (size_t i = 0; i < n; ++i)
-        if (recv(f->app_fd, &b, 1, MSG_DONTWAIT) != 1)
+        if (recv(f->wait_fd, &b, 1, MSG_DONTWAIT) != 1)
             break;
 }
 
@@ -1646,8 +1652,8 @@ int c_init_qp_attr(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) 
     return write_resp(cmd.response, &a, sizeof a);
 }
 
-int c_get_event(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len, std::unique_lock<std::recursive_mutex>& lk,
-                int fd) {
+int c_get_event(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len,
+                std::unique_lock<std::recursive_mutex>& lk) {
     rdma_ucm_get_event cmd;
     if (out_len < sizeof(rdma_ucm_event_resp) - sizeof(uint32_t) - sizeof(rdma_ucm_ece))
         return -ENOSPC;
@@ -1657,7 +1663,7 @@ int c_get_event(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len, std
         // the token says an event waits; wait for it as the fd's flags say
         lk.unlock();
         char b;
-        const ssize_t n = recv(fd, &b, 1, 0);
+        const ssize_t n = recv(f->wait_fd, &b, 1, 0);
         const int err = errno;
         lk.lock();
         if (n != 1)
@@ -1919,7 +1925,7 @@ int c_migrate_id(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
         }
         char b;
         for (size_t i = 0; i < moving.size(); ++i)
-            (void)recv(from->app_fd, &b, 1, MSG_DONTWAIT);
+            (void)recv(from->wait_fd, &b, 1, MSG_DONTWAIT);
         id->file = to;
         for (auto& [h, other] : st().ids)
             if (other->listener == id->handle && other->file == from)
@@ -1982,7 +1988,7 @@ void on_req(const CmMsg& m, bool sidr) {
     id.uid = 0;  // until accepted
     id.file = l->file;
     id.ps = l->ps;
-    id.qp_type = sidr ? IBV_QPT_UD : l->qp_type;
+    id.qp_type = sidr ? static_cast<uint8_t>(IBV_QPT_UD) : l->qp_type;
     id.state = St::Connect;
     id.src = m.dst_addr;
     id.dst = m.src_addr;
@@ -2207,6 +2213,13 @@ int ucma_open(int flags) {
     auto f = std::make_shared<CmFile>();
     f->app_fd = sv[0];
     f->our_fd = sv[1];
+    f->wait_fd = libc().fcntl(sv[0], F_DUPFD_CLOEXEC, 0);
+    if (f->wait_fd < 0) {
+        const int err = errno;
+        libc().close(sv[0]);
+        errno = err;
+        return -1;
+    }
     st().fds[sv[0]] = f;
     fd_mark(sv[0], FdKind::Cm);
     engine_start();  // CM messages arrive through the model thread
@@ -2244,7 +2257,7 @@ ssize_t ucma_write(int fd, const void* buf, size_t len) {
     case RDMA_USER_CM_CMD_REJECT: r = c_reject(fp, in, hdr.in, hdr.out); break;
     case RDMA_USER_CM_CMD_DISCONNECT: r = c_disconnect(fp, in, hdr.in, hdr.out); break;
     case RDMA_USER_CM_CMD_INIT_QP_ATTR: r = c_init_qp_attr(fp, in, hdr.in, hdr.out); break;
-    case RDMA_USER_CM_CMD_GET_EVENT: r = c_get_event(fp, in, hdr.in, hdr.out, lk, fd); break;
+    case RDMA_USER_CM_CMD_GET_EVENT: r = c_get_event(fp, in, hdr.in, hdr.out, lk); break;
     case RDMA_USER_CM_CMD_GET_OPTION: r = -ENOSYS; break;
     case RDMA_USER_CM_CMD_SET_OPTION: r = c_set_option(fp, in, hdr.in, hdr.out); break;
     case RDMA_USER_CM_CMD_NOTIFY: r = c_notify(fp, in, hdr.in, hdr.out); break;
@@ -2272,7 +2285,7 @@ void ucma_close(int fd) {
     st().fds.erase(it);
     if (f.use_count() > 1)
         return;  // another fd is open on the file
-    f->app_fd = -1;  // the application's close() closes it
+    f->app_fd = -1;  // (the application's close() closes its fd)
     std::vector<uint32_t> mine;
     for (auto& [h, id] : st().ids)
         if (id->file == f.get())
