@@ -1954,6 +1954,22 @@ Path path_from_msg(const CmMsg& m) {
     return p;
 }
 
+// What a REQ or REP tells the other side: the private data (all the room
+// the message has), the sender's QP, and its depths as seen from here.
+void conn_param(Event& e, const CmMsg& m, uint8_t pd_len) {
+    rdma_ucm_conn_param& cp = e.resp.param.conn;
+    memcpy(cp.private_data, m.pdata, pd_len);
+    cp.private_data_len = pd_len;
+    cp.qp_num = m.qpn;
+    cp.srq = m.srq;
+    cp.responder_resources = m.init_depth;
+    cp.initiator_depth = m.resp_res;
+    cp.flow_control = m.flow_control;
+    cp.rnr_retry_count = m.rnr_retry;
+    e.resp.ece.vendor_id = m.ece_vendor;
+    e.resp.ece.attr_mod = m.ece_attr;
+}
+
 void on_req(const CmMsg& m, bool sidr) {
     // a retransmission of a REQ already taken
     for (auto& [h, id] : st().ids)
@@ -2027,18 +2043,8 @@ void on_req(const CmMsg& m, bool sidr) {
         memcpy(e.resp.param.ud.private_data, m.pdata, kSidrReqPd);
         e.resp.param.ud.private_data_len = kSidrReqPd;
     } else {
-        rdma_ucm_conn_param& cp = e.resp.param.conn;
-        memcpy(cp.private_data, m.pdata, kReqPd);
-        cp.private_data_len = kReqPd;
-        cp.qp_num = m.qpn;
-        cp.srq = m.srq;
-        cp.responder_resources = m.init_depth;
-        cp.initiator_depth = m.resp_res;
-        cp.flow_control = m.flow_control;
-        cp.retry_count = m.retry;
-        cp.rnr_retry_count = m.rnr_retry;
-        e.resp.ece.vendor_id = m.ece_vendor;
-        e.resp.ece.attr_mod = m.ece_attr;
+        conn_param(e, m, kReqPd);
+        e.resp.param.conn.retry_count = m.retry;
     }
     UVSIM_TRACE("rdma_cm: %s for listener %u: new id %u", sidr ? "SIDR_REQ" : "REQ", l->handle, id.handle);
     CmFile* file = l->file;
@@ -2064,17 +2070,7 @@ void on_rep(CmId& id, const CmMsg& m) {
     if (!id.uid)
         return;
     Event e = make_event(id, EV_CONNECT_RESPONSE, 0);
-    rdma_ucm_conn_param& cp = e.resp.param.conn;
-    memcpy(cp.private_data, m.pdata, kRepPd);
-    cp.private_data_len = kRepPd;
-    cp.qp_num = m.qpn;
-    cp.srq = m.srq;
-    cp.responder_resources = m.init_depth;
-    cp.initiator_depth = m.resp_res;
-    cp.flow_control = m.flow_control;
-    cp.rnr_retry_count = m.rnr_retry;
-    e.resp.ece.vendor_id = m.ece_vendor;
-    e.resp.ece.attr_mod = m.ece_attr;
+    conn_param(e, m, kRepPd);
     post(id.file, e);
 }
 
