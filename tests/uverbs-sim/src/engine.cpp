@@ -2808,6 +2808,8 @@ void engine_cq_resize(Cq& cq, uint64_t buf, uint32_t ncqe, uint32_t cqe_size) {
     cq.cqe_size = cqe_size;
 }
 
+void engine_xmit(Packet& p) { xmit(p); }
+
 void engine_cq_created(Cq& cq) { __atomic_store_n(&cq.dbrec[1], kArmSentinel, __ATOMIC_RELEASE); }
 
 }  // namespace uvsim

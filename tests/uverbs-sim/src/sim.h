@@ -689,6 +689,12 @@ struct FlowActions {
 };
 int decode_flow_specs(const uint8_t* p, size_t len, unsigned num, std::vector<FlowSpec>& out, FlowActions& act);
 
+// Sends a packet as the model's own go: held in the model's queue while the
+// peer's socket is full (a datagram socket's queue is short), never lost
+// but to faults or a peer that is gone. sim().mu held.
+struct Packet;
+void engine_xmit(Packet& p);
+
 // Writes a flush/error CQE etc.: used by the verbs layer when a QP goes to
 // the error state through modify_qp.
 void engine_flush_qp(Qp& qp);

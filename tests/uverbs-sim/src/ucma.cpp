@@ -916,7 +916,7 @@ void send_msg(uint32_t slot, const CmMsg& m) {
     p->h.payload_len = sizeof m;
     memcpy(p->payload, &m, sizeof m);
     UVSIM_TRACE("rdma_cm: send %s to slot %u comm %u->%u", msg_name(m.type), slot, m.local_comm, m.remote_comm);
-    wire_send(*p);
+    engine_xmit(*p);  // (queued while the peer's socket is full)
     delete p;
 }
 
