@@ -40,11 +40,22 @@ mc_joined() {
 }
 READY=cm_listening
 
+# rping's race: its CM thread, done with DISCONNECTED, calls
+# rdma_get_cm_event again while the main thread destroys the channel; if
+# the close comes first the write() meets a closed fd (EBADF, as it would
+# on a kernel) and rping exits 255 after its pings all passed. Seen under
+# CI's load; the pings themselves are checked below.
+rping_teardown_race() {
+	[ "$2" -eq 255 ] && grep -qx 'rdma_get_cm_event: Bad file descriptor' "$W/$1.err" &&
+		echo "(rping's teardown race in $1: exit 255 after the pings, accepted)"
+}
+
 prog="" lines=()
 case $case in
 rping | rping_ib)
 	if [ "$case" = rping_ib ]; then ib; else roce; fi
 	prog=rping
+	EXIT_RACE=rping_teardown_race
 	SRV=(rping -s -a "$ADDR" -p "$PORT" -C 20 -v)
 	CLI=(rping -c -a "$ADDR" -p "$PORT" -C 20 -v)
 	;;
@@ -117,7 +128,8 @@ if pair cm; then
 		expect "$s" '^server ping data: rdma-ping-19: ' "server's 20th ping"
 		# (either side may hear the other's disconnect first: rping says
 		# so on stderr, as it does on real hardware)
-		grep -v -e 'DISCONNECT EVENT\.\.\.$' -e '^wait for RDMA_READ_ADV state 10$' "$W/cm.client.err" >"$W/cm.client.err.rest"
+		grep -v -e 'DISCONNECT EVENT\.\.\.$' -e '^wait for RDMA_READ_ADV state 10$' \
+			-e '^rdma_get_cm_event: Bad file descriptor$' "$W/cm.client.err" >"$W/cm.client.err.rest"
 		expect_not "$W/cm.client.err.rest" '.' "client stderr (beyond the disconnect notices)"
 		;;
 	ucmatose | udaddy | mckey)
