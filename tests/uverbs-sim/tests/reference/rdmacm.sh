@@ -118,22 +118,9 @@ send_bw | write_lat)
 esac
 
 need "$prog" "${CLI[0]}"
-# perftest -R's own race: after the first connection both sides open a
-# second rdma_cm channel, and nothing makes the client wait for the
-# server's second listen; a client first gets REJ 8 (no listener), as from
-# a kernel. It is tried once more then (the output of both tries is kept).
-paired=0
-pair cm && paired=1
-if [ "$paired" = 0 ] && [ "${prog#ib_}" != "$prog" ] &&
-	grep -q 'Event: RDMA_CM_EVENT_REJECTED; error: 8' "$W/cm.client.out" "$W/cm.client.err" 2>/dev/null; then
-	echo "(perftest's second connect beat the server's second listen: REJ 8; once more)"
-	for f in "$W"/cm.*; do [ -f "$f" ] && mv "$f" "$f.try1"; done
-	FAILED=0 MSGS=()
-	pair cm && paired=1
-fi
 # (rping and friends exit 0 when connecting fails, after printing why:
 # the output is what tells)
-if [ "$paired" = 1 ]; then
+if pair cm; then
 	s=$W/cm.server.out c=$W/cm.client.out
 	case $prog in
 	rping)
