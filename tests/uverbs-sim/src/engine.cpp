@@ -469,18 +469,56 @@ uint8_t resolve_remote(Qp& qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_
     return 0;
 }
 
-// Gathers SGEs into out; syndrome on failure.
-uint8_t gather(Qp& qp, const std::vector<Sge>& sges, std::vector<uint8_t>& out) {
-    for (const Sge& s : sges) {
-        uint64_t p;
-        if (uint8_t e = resolve_local(qp, s, false, p))
-            return e;
-        size_t o = out.size();
-        out.resize(o + s.len);
-        if (!app_read(out.data() + o, p, s.len))
-            return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-    }
+// Appends what an SGE points at to out; syndrome on failure.
+uint8_t gather(Qp& qp, const Sge& s, std::vector<uint8_t>& out) {
+    uint64_t p;
+    if (uint8_t e = resolve_local(qp, s, false, p))
+        return e;
+    size_t o = out.size();
+    out.resize(o + s.len);
+    if (!app_read(out.data() + o, p, s.len))
+        return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
     return 0;
+}
+
+// One data segment of a send WQE at off (which it advances past it):
+// inline bytes or a pointer; padding pointers (all zero) are skipped.
+struct DataSeg {
+    enum Kind { End, Inline, Pointer, Bad } kind = End;
+    const uint8_t* bytes = nullptr;  // Inline
+    uint32_t len = 0;  // Inline
+    Sge sge{};  // Pointer
+};
+DataSeg next_data_seg(const uint8_t* w, size_t size, size_t& off) {
+    DataSeg d;
+    while (off + 4 <= size) {
+        uint32_t bc;
+        memcpy(&bc, w + off, 4);
+        bc = be32toh(bc);
+        if (bc & MLX5_INLINE_SEG) {
+            const uint32_t n = bc & ~MLX5_INLINE_SEG;
+            if (off + 4 + n > size) {
+                d.kind = DataSeg::Bad;
+                return d;
+            }
+            d.kind = DataSeg::Inline;
+            d.bytes = w + off + 4;
+            d.len = n;
+            off += (4 + n + 15) & ~size_t(15);
+            return d;
+        }
+        if (off + 16 > size)
+            break;
+        mlx5_wqe_data_seg ds;
+        memcpy(&ds, w + off, sizeof ds);
+        off += 16;
+        d.sge = Sge{be32toh(ds.lkey), be64toh(ds.addr), be32toh(ds.byte_count)};
+        if (d.sge.len == 0 && d.sge.lkey == 0 && d.sge.addr == 0)
+            continue;  // padding
+        d.kind = DataSeg::Pointer;
+        return d;
+    }
+    return d;
 }
 
 // Scatters data at byte offset `off` of an SGE list; syndrome on failure.
@@ -955,41 +993,23 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
             off += 16;
         }
     }
-    // data: pointer and inline segments, gathered in their order (a WQE
-    // may mix them: UCX puts its header inline and the payload behind a
-    // pointer). Each inline piece: the pointer segments before it, where
-    // its bytes are in the WQE, how many.
-    struct InlinePiece {
-        size_t sges_before, at, len;
-    };
-    std::vector<InlinePiece> pieces;
+    // data: pointer and inline segments, in their order (a WQE may mix
+    // them: UCX puts its header inline and the payload behind a pointer)
+    const size_t data_off = off;
     size_t inline_bytes = 0;
-    while (off + 4 <= size) {
-        uint32_t bc;
-        memcpy(&bc, w + off, 4);
-        bc = be32toh(bc);
-        if (bc & MLX5_INLINE_SEG) {
-            const uint32_t n = bc & ~MLX5_INLINE_SEG;
-            if (off + 4 + n > size)
-                return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-            inline_bytes += n;
-            if (inline_bytes > cfg().devices[qp.ctx->dev->index].max_inline + 64)
-                return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-            pieces.push_back({op.sges.size(), off + 4, n});
-            off += (4 + n + 15) & ~size_t(15);
+    bool inl = false;
+    for (DataSeg d; (d = next_data_seg(w, size, off)).kind != DataSeg::End;) {
+        if (d.kind == DataSeg::Bad)
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        if (d.kind == DataSeg::Pointer) {
+            op.sges.push_back(d.sge);
             continue;
         }
-        if (off + 16 > size)
-            break;
-        mlx5_wqe_data_seg d;
-        memcpy(&d, w + off, sizeof d);
-        off += 16;
-        Sge s{be32toh(d.lkey), be64toh(d.addr), be32toh(d.byte_count)};
-        if (s.len == 0 && s.lkey == 0 && s.addr == 0)
-            continue;  // padding
-        op.sges.push_back(s);
+        inl = true;
+        inline_bytes += d.len;
+        if (inline_bytes > cfg().devices[qp.ctx->dev->index].max_inline + 64)
+            return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
     }
-    const bool inl = !pieces.empty();
     if (qp.qp_type == IBV_QPT_RAW_PACKET) {
         uint64_t total = op.data.size() + inline_bytes + sge_total(op.sges);
         if (total > kMaxPayload)
@@ -1010,14 +1030,13 @@ uint8_t parse_send(Qp& qp, const uint8_t* w, size_t size, SendOp& op) {
         }
         return 0;
     }
-    // (appended: after a raw packet's inline L2 header)
-    size_t next = 0;
-    for (size_t i = 0; i <= op.sges.size(); ++i) {
-        for (; next < pieces.size() && pieces[next].sges_before == i; ++next)
-            op.data.insert(op.data.end(), w + pieces[next].at, w + pieces[next].at + pieces[next].len);
-        if (i == op.sges.size())
-            break;
-        if (uint8_t e = gather(qp, {op.sges[i]}, op.data))
+    // the message, segment by segment in the WQE's order (appended: after a
+    // raw packet's inline L2 header)
+    off = data_off;
+    for (DataSeg d; (d = next_data_seg(w, size, off)).kind != DataSeg::End;) {
+        if (d.kind == DataSeg::Inline)
+            op.data.insert(op.data.end(), d.bytes, d.bytes + d.len);
+        else if (uint8_t e = gather(qp, d.sge, op.data))
             return e;
     }
     op.len = static_cast<uint32_t>(op.data.size());
