@@ -101,12 +101,6 @@ bool wire_fault_drop(const Packet& p) {
     return true;
 }
 
-bool wire_send(const Packet& p) {
-    if (wire_fault_drop(p))
-        return true;
-    return wire_send_bytes(p.h.dest_qpn >> 16, &p, sizeof p.h + p.h.payload_len) != -1;
-}
-
 size_t wire_recv(Packet& p) {
     if (g_fd < 0)
         return 0;

@@ -116,9 +116,8 @@ struct Packet {
 // Binds this process's socket (once); false when the run directory is unusable.
 bool wire_attach();
 int wire_fd();
-// Sends to the process owning h.dest_qpn. False when nobody is there (the
-// packet is lost, as on a wire with no such port). Applies drop_every.
-bool wire_send(const Packet& p);
+// (Packets go through the model's queue, engine_xmit, which holds them
+// while the peer's socket is full instead of losing them.)
 // n bytes of a packet to the socket of process slot (non-blocking):
 // 1 sent, 0 would block (try again later), -1 nobody there.
 int wire_send_bytes(uint32_t slot, const void* buf, size_t n);
