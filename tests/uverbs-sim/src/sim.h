@@ -26,6 +26,13 @@ namespace uvsim {
 
 // ------------------------------------------------------------------ config
 
+// An IPv4 address mapped into a GID / IPv6 address (::ffff:a.b.c.d), as
+// RoCE v2 GIDs and rdma_cm carry them.
+inline bool gid_v4mapped(const uint8_t g[16]) {
+    static constexpr uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return memcmp(g, prefix, sizeof prefix) == 0;
+}
+
 // One GID table entry of a port.
 struct GidEntry {
     uint8_t gid[16];

@@ -252,12 +252,13 @@ Where find_local(const Addr& a) {
     const auto& devs = cfg().devices;
     uint8_t g[16];
     addr_gid(a, g);
+    // an IPv4 address, or one mapped into IPv6 (::ffff:a.b.c.d)
+    const bool v4 = a.ss_family != kAfIb && gid_v4mapped(g);
     for (size_t d = 0; d < devs.size(); ++d) {
         if (sim().devices[d].removed)
             continue;
         for (size_t p = 0; p < devs[d].ports.size(); ++p) {
             const PortCfg& pc = devs[d].ports[p];
-            const bool v4 = g[10] == 0xff && g[11] == 0xff && !g[0] && !g[8] && a.ss_family != kAfIb;
             if (v4 && pc.ipv4) {
                 uint32_t ip;
                 memcpy(&ip, g + 12, 4);
@@ -507,7 +508,6 @@ const char* msg_name(uint8_t t) {
 struct CmMsg {
     uint8_t type;
     uint8_t reason;  // REJ reason, SIDR_REP status
-    uint8_t pd_len;
     uint8_t resp_res, init_depth, retry, rnr_retry, flow_control, srq;
     uint8_t src_port, dst_port;  // device ports (1-based)
     uint8_t pad[1];
@@ -583,11 +583,7 @@ struct CmId {
 
 struct McJoin {
     uint32_t handle = 0;
-    uint64_t uid = 0;
-    uint32_t id = 0;
-    Addr addr{};
-    uint8_t mgid[16] = {};
-    uint16_t mlid = 0;
+    uint32_t id = 0;  // the id that joined
     uint32_t events_reported = 0;
 };
 
@@ -671,25 +667,24 @@ void id_event(CmId& id, uint32_t type, int32_t status, const CmMsg* m = nullptr,
 }
 
 // Takes the events of an id (or of a multicast join) out of its file's
-// queue, with the tokens that announce them.
-void purge_events(CmFile* f, uint32_t owner, uint32_t mc, std::vector<uint32_t>* children) {
+// queue, with the tokens that announce them; returns them in their order.
+std::vector<Event> take_events(CmFile* f, uint32_t owner, uint32_t mc) {
+    std::vector<Event> taken;
     if (!f)
-        return;
-    size_t n = 0;
+        return taken;
     for (auto it = f->events.begin(); it != f->events.end();) {
         if ((owner && it->owner == owner) || (mc && it->mc == mc)) {
-            if (children && it->child)
-                children->push_back(it->child);
+            taken.push_back(*it);
             it = f->events.erase(it);
-            ++n;
         } else {
             ++it;
         }
     }
     char b;
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i = 0; i < taken.size(); ++i)
         if (recv(f->wait_fd, &b, 1, MSG_DONTWAIT) != 1)
             break;
+    return taken;
 }
 
 // ------------------------------------------------- host-wide port table
@@ -835,23 +830,20 @@ int take_port(CmId& id) {
         return -EIO;
     const uint16_t ps = id_ps(id);
     uint16_t port = addr_port(id.src);
+    std::vector<Owner> owners;
     if (port == 0) {
         std::uniform_int_distribution<int> pick(32768, 60999);
-        for (int tries = 0; tries < 28232; ++tries) {
+        for (int tries = 0; tries < 28232 && !port; ++tries) {
             const uint16_t cand = static_cast<uint16_t>(pick(st().rng));
-            if (read_owners(ps, cand).empty()) {
+            if (read_owners(ps, cand).empty())
                 port = cand;
-                break;
-            }
         }
         if (!port)
             return -EADDRNOTAVAIL;
         set_port(id.src, port);
-        write_owners(ps, port, {self_owner(id)});
-        id.port_taken = true;
-        return 0;
+    } else {
+        owners = read_owners(ps, port);
     }
-    std::vector<Owner> owners = read_owners(ps, port);
     if (int r = check_port(owners, id, id.reuseaddr))
         return r;
     owners.push_back(self_owner(id));
@@ -951,7 +943,6 @@ void send_reply(CmId& id, const CmMsg& m) {
 void reject(CmId& id, uint8_t reason, const uint8_t* pd, uint8_t len) {
     CmMsg m = new_msg(id, M_REJ);
     m.reason = reason;
-    m.pd_len = len;
     if (len)
         memcpy(m.pdata, pd, len);
     send_reply(id, m);
@@ -1007,13 +998,12 @@ void cm_release(CmId& id) {
 void destroy_mc(McJoin& mc) {
     CmId* id = find_id(mc.id);
     if (id)
-        purge_events(id->file, 0, mc.handle, nullptr);
+        take_events(id->file, 0, mc.handle);
     st().mcs.erase(mc.handle);
 }
 
 void destroy_id(CmId& id) {
-    std::vector<uint32_t> children;
-    purge_events(id.file, id.handle, 0, &children);
+    const std::vector<Event> unread = take_events(id.file, id.handle, 0);
     cm_release(id);
     release_port(id);
     std::vector<uint32_t> mcs;
@@ -1025,8 +1015,8 @@ void destroy_id(CmId& id) {
     UVSIM_TRACE("rdma_cm: destroy id %u", id.handle);
     st().ids.erase(id.handle);
     // connection requests the application never saw go with their listener
-    for (uint32_t c : children)
-        if (CmId* ch = find_id(c))
+    for (const Event& e : unread)
+        if (CmId* ch = e.child ? find_id(e.child) : nullptr)
             destroy_id(*ch);
 }
 
@@ -1177,11 +1167,11 @@ int resolve_addr(CmId& id, const Addr* src, const Addr& dst) {
         to = id.where.ok() ? id.where : default_port(dst.ss_family);
         if (!to.ok())
             return -ENODEV;
-        const uint16_t port = addr_port(dst);
         d = port_addr(to, dst.ss_family);
-        set_port(d, port);
         if (dst.ss_family == kAfIb)
             reinterpret_cast<SockaddrIb&>(d).sib_sid = ib(dst).sib_sid;
+        else
+            set_port(d, addr_port(dst));
     } else if (addr_mcast(dst)) {
         to = id.where.ok() ? id.where : default_port(dst.ss_family == kAfIb ? AF_INET6 : dst.ss_family);
         if (!to.ok())
@@ -1297,14 +1287,23 @@ int c_query_route(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
         } else {
             uint8_t idx;
             port_gid(id->where, id->src, resp.ib_route[0].sgid, idx);
-            if (id->dst.ss_family && !port_of(id->where).ethernet)
-                addr_gid(id->dst, resp.ib_route[0].dgid);
-            else if (id->dst.ss_family)
+            if (id->dst.ss_family)
                 addr_gid(id->dst, resp.ib_route[0].dgid);
             resp.ib_route[0].pkey = htobe16(0xffff);
         }
     }
     return write_resp(cmd.response, &resp, sizeof resp);
+}
+
+// What QUERY's ADDR and GID answers share: the device, port and P_Key;
+// no device index (librdmacm then matches the node GUID).
+rdma_ucm_query_addr_resp addr_resp(const CmId& id) {
+    rdma_ucm_query_addr_resp resp{};
+    resp.node_guid = node_guid_be(id);
+    resp.port_num = id.where.ok() ? id.where.port : 0;
+    resp.pkey = htobe16(0xffff);
+    resp.ibdev_index = UINT32_MAX;
+    return resp;
 }
 
 int c_query(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
@@ -1318,15 +1317,11 @@ int c_query(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
     case RDMA_USER_CM_QUERY_ADDR: {
         if (out_len < sizeof(rdma_ucm_query_addr_resp))
             return -ENOSPC;
-        rdma_ucm_query_addr_resp resp{};
-        resp.node_guid = node_guid_be(*id);
-        resp.port_num = id->where.ok() ? id->where.port : 0;
-        resp.pkey = htobe16(0xffff);
+        rdma_ucm_query_addr_resp resp = addr_resp(*id);
         resp.src_size = static_cast<uint16_t>(addr_size(id->src));
         resp.dst_size = static_cast<uint16_t>(addr_size(id->dst));
         memcpy(&resp.src_addr, &id->src, resp.src_size);
         memcpy(&resp.dst_addr, &id->dst, resp.dst_size);
-        resp.ibdev_index = UINT32_MAX;
         return write_resp(cmd.response, &resp, sizeof resp);
     }
     case RDMA_USER_CM_QUERY_PATH: {
@@ -1350,10 +1345,7 @@ int c_query(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
     case RDMA_USER_CM_QUERY_GID: {
         if (out_len < sizeof(rdma_ucm_query_addr_resp))
             return -ENOSPC;
-        rdma_ucm_query_addr_resp resp{};
-        resp.node_guid = node_guid_be(*id);
-        resp.port_num = id->where.ok() ? id->where.port : 0;
-        resp.pkey = htobe16(0xffff);
+        rdma_ucm_query_addr_resp resp = addr_resp(*id);
         SockaddrIb s{}, d{};
         s.sib_family = d.sib_family = kAfIb;
         s.sib_pkey = d.sib_pkey = htobe16(0xffff);
@@ -1374,7 +1366,6 @@ int c_query(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
         resp.src_size = resp.dst_size = sizeof s;
         memcpy(&resp.src_addr, &s, sizeof s);
         memcpy(&resp.dst_addr, &d, sizeof d);
-        resp.ibdev_index = UINT32_MAX;
         return write_resp(cmd.response, &resp, sizeof resp);
     }
     default: return -ENOSYS;
@@ -1415,6 +1406,23 @@ int c_listen(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
 
 bool is_ud(const CmId& id) { return id.qp_type == IBV_QPT_UD; }
 
+// A REQ or REP with what the caller's connection parameters give the peer:
+// the QP and its first PSN, the depths, retry counts, private data, ECE.
+CmMsg conn_msg(const CmId& id, uint8_t type, const rdma_ucm_conn_param& cp, const rdma_ucm_ece& ece) {
+    CmMsg m = new_msg(id, type);
+    m.qpn = id.local_qpn;
+    m.psn = id.local_psn;
+    m.resp_res = cp.responder_resources;
+    m.init_depth = cp.initiator_depth;
+    m.rnr_retry = cp.rnr_retry_count & 7;
+    m.flow_control = cp.flow_control;
+    m.srq = cp.srq;
+    m.ece_vendor = ece.vendor_id;
+    m.ece_attr = ece.attr_mod;
+    memcpy(m.pdata, cp.private_data, cp.private_data_len);
+    return m;
+}
+
 int c_connect(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_connect cmd;
     if (int r = read_cmd(in, in_len, cmd))
@@ -1436,19 +1444,8 @@ int c_connect(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     id->init_depth = cp.initiator_depth;
     id->retry = cp.retry_count & 7;
     id->rnr_retry = cp.rnr_retry_count & 7;
-    CmMsg m = new_msg(*id, is_ud(*id) ? M_SIDR_REQ : M_REQ);
-    m.qpn = id->local_qpn;
-    m.psn = id->local_psn;
-    m.resp_res = cp.responder_resources;
-    m.init_depth = cp.initiator_depth;
+    CmMsg m = conn_msg(*id, is_ud(*id) ? M_SIDR_REQ : M_REQ, cp, cmd.ece);
     m.retry = id->retry;
-    m.rnr_retry = id->rnr_retry;
-    m.flow_control = cp.flow_control;
-    m.srq = cp.srq;
-    m.ece_vendor = cmd.ece.vendor_id;
-    m.ece_attr = cmd.ece.attr_mod;
-    m.pd_len = cp.private_data_len;
-    memcpy(m.pdata, cp.private_data, cp.private_data_len);
     m.src_addr = id->src;
     m.dst_addr = id->dst;
     const Where to = find_local(id->dst);
@@ -1464,8 +1461,7 @@ int c_connect(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
         if (is_ud(*id)) {
             id_event(*id, EV_UNREACHABLE, kSidrUnsupported);
         } else {
-            CmMsg rej{};
-            rej.pd_len = kRejPd;
+            const CmMsg rej{};  // (no private data: kRejPd zero bytes)
             id_event(*id, EV_REJECTED, kRejInvalidServiceId, &rej, kRejPd);
         }
         return 0;
@@ -1495,18 +1491,7 @@ int c_accept(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
         id->local_qpn = cp.qp_num & 0xffffff;
         id->resp_res = cp.responder_resources;
         id->init_depth = cp.initiator_depth;
-        CmMsg m = new_msg(*id, M_REP);
-        m.qpn = id->local_qpn;
-        m.psn = id->local_psn;
-        m.resp_res = cp.responder_resources;
-        m.init_depth = cp.initiator_depth;
-        m.rnr_retry = cp.rnr_retry_count & 7;
-        m.flow_control = cp.flow_control;
-        m.srq = cp.srq;
-        m.ece_vendor = cmd.ece.vendor_id;
-        m.ece_attr = cmd.ece.attr_mod;
-        m.pd_len = cp.private_data_len;
-        memcpy(m.pdata, cp.private_data, cp.private_data_len);
+        CmMsg m = conn_msg(*id, M_REP, cp, cmd.ece);
         id->cm = Cm::RepSent;
         send_request(*id, m);
         return 0;
@@ -1522,8 +1507,8 @@ int c_accept(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
         m.reason = kSidrSuccess;
         m.qpn = cp.qp_num & 0xffffff;
         m.qkey = default_qkey(*id);
-        m.pd_len = cp.valid ? cp.private_data_len : 0;
-        memcpy(m.pdata, cp.private_data, m.pd_len);
+        if (cp.valid)
+            memcpy(m.pdata, cp.private_data, cp.private_data_len);
         send_reply(*id, m);
         id->cm = Cm::None;
         return 0;
@@ -1551,8 +1536,7 @@ int c_reject(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
             return -EINVAL;
         CmMsg m = new_msg(*id, M_SIDR_REP);
         m.reason = kSidrReject;
-        m.pd_len = cmd.private_data_len;
-        memcpy(m.pdata, cmd.private_data, m.pd_len);
+        memcpy(m.pdata, cmd.private_data, cmd.private_data_len);
         send_reply(*id, m);
         id->cm = Cm::None;
         return 0;
@@ -1810,15 +1794,15 @@ int join(CmFile* f, CmId& id, const Addr& a, uint64_t uid, uint16_t flags, uint6
         return -EINVAL;
     auto mc = std::make_unique<McJoin>();
     mc->handle = st().next_mc++;
-    mc->uid = uid;
     mc->id = id.handle;
-    mc->addr = a;
-    mc_gid(id, a, mc->mgid);
+    uint8_t mgid[16];
+    mc_gid(id, a, mgid);
+    uint16_t mlid = 0;
     if (!port_of(id.where).ethernet) {
         uint32_t h = 2166136261u;
-        for (uint8_t b : mc->mgid)
+        for (uint8_t b : mgid)
             h = (h ^ b) * 16777619u;
-        mc->mlid = static_cast<uint16_t>(0xc001 + h % 0x3ffe);
+        mlid = static_cast<uint16_t>(0xc001 + h % 0x3ffe);
     }
     rdma_ucm_create_id_resp resp{};
     resp.id = mc->handle;
@@ -1829,14 +1813,13 @@ int join(CmFile* f, CmId& id, const Addr& a, uint64_t uid, uint16_t flags, uint6
     e.mc = mc->handle;
     rdma_ucm_ud_param& ud = e.resp.param.ud;
     ud.qp_num = 0xffffff;
-    ud.qkey = default_qkey(id) ? default_qkey(id) : kUdpQkey;
+    const uint32_t qkey = default_qkey(id);
+    ud.qkey = qkey ? qkey : kUdpQkey;
     Path p = make_path(id.where, id.src, id.where, a, id.tos);
-    memcpy(p.dgid, mc->mgid, 16);
-    p.dlid = mc->mlid;
+    memcpy(p.dgid, mgid, 16);
+    p.dlid = mlid;
     to_ah_attr(p, id.where.port, ud.ah_attr);
-    ud.ah_attr.is_global = 1;
-    memcpy(ud.ah_attr.grh.dgid, mc->mgid, 16);
-    UVSIM_TRACE("rdma_cm: id %u joins %s (mc %u, mlid 0x%x)", id.handle, addr_text(a).c_str(), mc->handle, mc->mlid);
+    UVSIM_TRACE("rdma_cm: id %u joins %s (mc %u, mlid 0x%x)", id.handle, addr_text(a).c_str(), mc->handle, mlid);
     st().mcs[mc->handle] = std::move(mc);
     post(f, e);
     return 0;
@@ -1914,18 +1897,7 @@ int c_migrate_id(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
         return -EINVAL;
     if (from != to) {
         // the id's events (its joins' too) move with it, in their order
-        std::vector<Event> moving;
-        for (auto it = from->events.begin(); it != from->events.end();) {
-            if (it->owner == id->handle) {
-                moving.push_back(*it);
-                it = from->events.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        char b;
-        for (size_t i = 0; i < moving.size(); ++i)
-            (void)recv(from->wait_fd, &b, 1, MSG_DONTWAIT);
+        const std::vector<Event> moving = take_events(from, id->handle, 0);
         id->file = to;
         for (auto& [h, other] : st().ids)
             if (other->listener == id->handle && other->file == from)
@@ -2343,7 +2315,10 @@ bool ucma_tick() {
     if (check_peers)
         s.last_liveness = now;
     bool work = false;
-    std::vector<uint32_t> handles;
+    // a snapshot (events may destroy ids), kept between ticks: the model
+    // thread allocates nothing once it has grown
+    static std::vector<uint32_t>& handles = *new std::vector<uint32_t>;
+    handles.clear();
     for (auto& [h, id] : s.ids)
         handles.push_back(h);
     for (uint32_t h : handles) {

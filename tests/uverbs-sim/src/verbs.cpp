@@ -2109,8 +2109,7 @@ std::vector<uint32_t> mcast_members(const uint8_t gid[16]) {
 // an IPv4 one mapped into IPv6 (::ffff:224.0.0.0/4, what rdma_cm joins on
 // RoCE).
 static bool multicast_gid(const uint8_t* gid) {
-    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (!memcmp(gid, v4mapped, 12))
+    if (gid_v4mapped(gid))
         return (gid[12] & 0xf0) == 0xe0;
     return gid[0] == 0xff;
 }
