@@ -1044,6 +1044,14 @@ int get_id(CmFile* f, uint32_t h, CmId*& out) {
     return 0;
 }
 
+// Reads a command that names an id, which must be one of this file's.
+template <class T>
+int read_id_cmd(CmFile* f, const uint8_t* in, size_t in_len, T& cmd, CmId*& id) {
+    if (int r = read_cmd(in, in_len, cmd))
+        return r;
+    return get_id(f, cmd.id, id);
+}
+
 int c_create_id(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
     rdma_ucm_create_id cmd;
     if (out_len < sizeof(rdma_ucm_create_id_resp))
@@ -1081,10 +1089,8 @@ int c_destroy_id(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
     rdma_ucm_destroy_id cmd;
     if (out_len < sizeof(rdma_ucm_destroy_id_resp))
         return -ENOSPC;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     rdma_ucm_destroy_id_resp resp{};
     resp.events_reported = id->events_reported;
@@ -1246,10 +1252,8 @@ int c_resolve_addr(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
 
 int c_resolve_route(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_resolve_route cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (id->state != St::AddrResolved)
         return -EINVAL;
@@ -1308,10 +1312,8 @@ rdma_ucm_query_addr_resp addr_resp(const CmId& id) {
 
 int c_query(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
     rdma_ucm_query cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     switch (cmd.option) {
     case RDMA_USER_CM_QUERY_ADDR: {
@@ -1374,10 +1376,8 @@ int c_query(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) {
 
 int c_listen(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_listen cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     const int backlog = cmd.backlog > 0 && cmd.backlog < 1024 ? static_cast<int>(cmd.backlog) : 1024;
     if (id->state == St::Listen) {
@@ -1425,10 +1425,8 @@ CmMsg conn_msg(const CmId& id, uint8_t type, const rdma_ucm_conn_param& cp, cons
 
 int c_connect(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_connect cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (id->state != St::RouteResolved || addr_mcast(id->dst))
         return -EINVAL;
@@ -1475,10 +1473,8 @@ int c_connect(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
 
 int c_accept(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_accept cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (id->state != St::Connect)
         return -EINVAL;
@@ -1526,10 +1522,8 @@ int c_accept(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
 
 int c_reject(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_reject cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (id->cm == Cm::SidrRcvd) {
         if (cmd.private_data_len > kSidrRepPd)
@@ -1551,10 +1545,8 @@ int c_reject(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
 
 int c_disconnect(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_disconnect cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (!id->had_cm || is_ud(*id))
         return -EINVAL;
@@ -1573,10 +1565,8 @@ int c_init_qp_attr(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len) 
     rdma_ucm_init_qp_attr cmd;
     if (out_len < sizeof(ib_uverbs_qp_attr))
         return -ENOSPC;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (!id->where.ok())
         return -EINVAL;
@@ -1672,10 +1662,8 @@ int c_get_event(CmFile* f, const uint8_t* in, size_t in_len, size_t out_len,
 
 int c_set_option(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_set_option cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (cmd.optlen > 4096)
         return -EINVAL;
@@ -1743,10 +1731,8 @@ int c_set_option(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
 
 int c_notify(CmFile* f, const uint8_t* in, size_t in_len, size_t) {
     rdma_ucm_notify cmd;
-    if (int r = read_cmd(in, in_len, cmd))
-        return r;
     CmId* id;
-    if (int r = get_id(f, cmd.id, id))
+    if (int r = read_id_cmd(f, in, in_len, cmd, id))
         return r;
     if (!id->had_cm || is_ud(*id))
         return -EINVAL;
