@@ -630,6 +630,11 @@ TEST(RsocketFault, PeerKilledWhileWeRead) {
     rclose(l);
 }
 
+#ifndef RSOCKET_TEST_REFERENCE
+// Debian's rsend, out of credits, sleeps on the CQ channel alone: when the
+// peer dies after every write we posted was acknowledged, no completion
+// ever comes and it blocks for good (seen in CI and once here in one
+// run). Ours also watches the connection's CM events.
 TEST(RsocketFault, PeerKilledWhileWeWrite) {
     uint16_t port;
     int l = listen_any(&port);
@@ -652,6 +657,7 @@ TEST(RsocketFault, PeerKilledWhileWeWrite) {
     rclose(s);
     rclose(l);
 }
+#endif
 
 TEST(RsocketFault, ShutdownWakesBlockedReader) {
     Pair p;
