@@ -81,21 +81,11 @@ int run(int argc, char** argv) {
                                   {nullptr, 0, nullptr, 0}};
     for (int c; (c = getopt_long(argc, argv, "fdh", opts, nullptr)) != -1;) {
         switch (c) {
-        case 'f':
-            foreground = true;
-            break;
-        case 'd':
-            g_debug = true;
-            break;
-        case 's':
-            systemd = foreground = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 1;
+        case 'f': foreground = true; break;
+        case 'd': g_debug = true; break;
+        case 's': systemd = foreground = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 1;
         }
     }
     if (optind < argc) {
@@ -130,15 +120,17 @@ int run(int argc, char** argv) {
     // New devices: on a test's sysfs tree, inotify sees them come; the
     // kernel's sysfs gives no inotify events, udev does.
     rdma::UniqueFd inofd(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
-    if (inofd && inotify_add_watch(inofd.get(), updater.class_dir().c_str(),
-                                   IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0)
+    if (inofd &&
+        inotify_add_watch(inofd.get(), updater.class_dir().c_str(),
+                          IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0)
         inofd.reset();
 
 #ifdef RDMA_NDD_HAVE_UDEV
     udev* ud = udev_new();
     udev_monitor* mon = ud ? udev_monitor_new_from_netlink(ud, "udev") : nullptr;
-    if (mon && (udev_monitor_filter_add_match_subsystem_devtype(mon, "infiniband", nullptr) < 0 ||
-                udev_monitor_enable_receiving(mon) < 0)) {
+    if (mon &&
+        (udev_monitor_filter_add_match_subsystem_devtype(mon, "infiniband", nullptr) < 0 ||
+         udev_monitor_enable_receiving(mon) < 0)) {
         udev_monitor_unref(mon);
         mon = nullptr;
     }
@@ -153,10 +145,8 @@ int run(int argc, char** argv) {
         notify_ready();
 
     for (;;) {
-        pollfd pfd[4] = {{sigfd.get(), POLLIN, 0},
-                         {hostfd.get(), POLLPRI, 0},
-                         {inofd.get(), POLLIN, 0},
-                         {udevfd, POLLIN, 0}};
+        pollfd pfd[4] = {
+            {sigfd.get(), POLLIN, 0}, {hostfd.get(), POLLPRI, 0}, {inofd.get(), POLLIN, 0}, {udevfd, POLLIN, 0}};
         if (poll(pfd, 4, -1) < 0) {
             if (errno == EINTR)
                 continue;
@@ -189,8 +179,7 @@ int run(int argc, char** argv) {
         }
         if (pfd[2].revents & POLLIN) {
             alignas(inotify_event) char buf[4096];
-            while (read(inofd.get(), buf, sizeof buf) > 0) {
-            }
+            while (read(inofd.get(), buf, sizeof buf) > 0) {}
             rescan = true;
         }
 #ifdef RDMA_NDD_HAVE_UDEV

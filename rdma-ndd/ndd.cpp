@@ -23,18 +23,10 @@ std::string format_node_desc(std::string_view fmt, std::string_view host, std::s
             continue;
         }
         switch (fmt[i + 1]) {
-        case 'h':
-            out += short_host;
-            break;
-        case 'd':
-            out += dev;
-            break;
-        case '%':
-            out += '%';
-            break;
-        default:
-            out += fmt.substr(i, 2);
-            break;
+        case 'h': out += short_host; break;
+        case 'd': out += dev; break;
+        case '%': out += '%'; break;
+        default: out += fmt.substr(i, 2); break;
         }
         i++;
     }
