@@ -587,6 +587,13 @@ TEST(RsocketFault, ConnectWithoutListenerIsRefused) {
     c = rsocket(AF_INET, SOCK_STREAM, 0);
     rfcntl(c, F_SETFL, O_NONBLOCK);
     ASSERT_EQ(rconnect(c, reinterpret_cast<sockaddr*>(&sin), sizeof sin), -1);
+    if (errno == ECONNREFUSED) {
+        // Every step's event was already there (soft-RoCE answers within
+        // the call under load, seen in CI): a nonblocking connect may then
+        // fail at once, on either library, as TCP's may.
+        rclose(c);
+        return;
+    }
     ASSERT_EQ(errno, EINPROGRESS);
     pollfd pf{c, POLLOUT, 0};
     ASSERT_EQ(rpoll(&pf, 1, 30000), 1);
