@@ -12,7 +12,7 @@ nd=/sys/class/infiniband/rxe0/node_desc
 old_host=$(hostname)
 old_desc=$(cat "$nd")
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; hostname "$old_host"; printf %s "$old_desc" >"$nd"' EXIT
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; hostname "$old_host" 2>/dev/null; printf %s "$old_desc" >"$nd"' EXIT
 # exact bytes (a trailing newline written by one side would show)
 bytes() { od -An -c "$nd" | tr -s ' \n' ' '; }
 wait_for() { # expected text: up to 10 s
