@@ -1,16 +1,14 @@
 // rdma-ndd's core on fake sysfs trees: the format, which devices get
 // written when, and a device that cannot be written.
-#include <sys/stat.h>
 #include <syslog.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "rdma-ndd/ndd.h"
+#include "util/file_io.h"
 #include "util/testing/fake_sysfs.h"
 
 using rdma::ndd::format_node_desc;
@@ -19,11 +17,10 @@ using rdma::testing_support::FakeSysfs;
 
 namespace {
 
+// The attribute's whole text ("" when unreadable).
 std::string slurp(const std::string& path) {
-    std::ifstream f(path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    auto text = rdma::read_file(path);
+    return text ? *text : std::string();
 }
 
 struct Logged {
