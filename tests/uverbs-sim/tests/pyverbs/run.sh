@@ -30,11 +30,20 @@ if [ -n "$libdir" ]; then
 else
 	unset LD_LIBRARY_PATH
 fi
-timeout 600 "$run" "${cfg[@]}" --dir "$work/host" "$py" tests/run_tests.py -v >"$work/out.txt" 2>&1
+# The suite takes 5-15 s. A run that hangs is stopped after 240 s (before
+# ctest's 300) with SIGABRT, on which Python's fault handler writes every
+# thread's stack into out.txt: the report then names the test that hung and
+# where it waited.
+PYTHONFAULTHANDLER=1 timeout -s ABRT -k 10 240 "$run" "${cfg[@]}" --dir "$work/host" "$py" tests/run_tests.py -v >"$work/out.txt" 2>&1
 rc=$?
 summary=$(grep -E '^(OK|FAILED)' "$work/out.txt" | tail -1)
 ran=$(grep -E '^Ran [0-9]+ tests' "$work/out.txt" | tail -1)
-[ -n "$ran" ] || { echo "the suite did not finish (exit $rc)"; tail -20 "$work/out.txt"; exit 1; }
+if [ -z "$ran" ]; then
+	echo "the suite did not finish (exit $rc); the test running then and every thread's stack:"
+	awk '/ \.\.\. / {t=$0} /Fatal Python error/ {print t; p=1; next} p && /^Extension modules/ {exit} p' "$work/out.txt" | head -60
+	[ $rc = 124 ] || [ $rc = 134 ] || tail -20 "$work/out.txt"
+	exit 1
+fi
 ok=$(grep -cE '\.\.\. ok$' "$work/out.txt")
 skipped=$(grep -cE '\.\.\. skipped' "$work/out.txt")
 echo "$ran: $ok passed, $skipped skipped; $summary"
