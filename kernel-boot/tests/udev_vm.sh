@@ -7,7 +7,7 @@
 set -u
 src=$1 ndd=$2
 sys=/lib/udev/rules.d
-names="60-rdma-ndd.rules 75-rdma-description.rules 90-rdma-hw-modules.rules 90-rdma-ulp-modules.rules 90-rdma-umad.rules"
+names="60-rdma-ndd.rules 60-rdma-persistent-naming.rules 75-rdma-description.rules 90-rdma-hw-modules.rules 90-rdma-ulp-modules.rules 90-rdma-umad.rules"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 mkdir "$d/ours" "$d/ref"
