@@ -4,7 +4,9 @@
 # minor is the newest symbol version node the library defines (librdmacm's
 # RDMACM_1.5 makes librdmacm.so.1.5.65.0): a package or an ldconfig run
 # sees the same files as with rdma-core's. The soname link and the .so
-# development link point at that file.
+# development link point at that file; a provider plugin that is a link
+# (libdir/libibverbs/libmlx5-rdmavN.so) points straight at it, as the
+# reference's do (../libmlx5.so.1.<minor>.<release>).
 set -u
 build=$1
 command -v objdump >/dev/null || { echo "SKIP: no objdump"; exit 77; }
@@ -36,4 +38,13 @@ while IFS= read -r f; do
 	[ $bad = 0 ] && echo "ok: $base" || fail=1
 done < <(find "$d/root" -type f -name 'lib*.so.*')
 [ $n -gt 0 ] || { echo "FAIL: no versioned library installed"; exit 1; }
+while IFS= read -r l; do
+	target=$(readlink "$l")
+	if [[ $target =~ ^\.\./lib[a-z0-9_]+\.so\.[0-9]+\.[0-9]+\.[0-9.]+$ ]] && [ -f "$(dirname "$l")/$target" ] &&
+		[ ! -L "$(dirname "$l")/$target" ]; then
+		echo "ok: $(basename "$l") -> $target"
+	else
+		echo "FAIL: plugin link $(basename "$l") -> $target (want ../<library's real file name>)"; fail=1
+	fi
+done < <(find "$d/root" -path '*/libibverbs/lib*-rdmav*.so' -type l)
 exit $fail
