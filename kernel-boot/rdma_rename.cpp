@@ -149,8 +149,8 @@ private:
             memcpy(msg.data() + NLMSG_HDRLEN, attrs.data(), attrs.size());
         sockaddr_nl kernel{};
         kernel.nl_family = AF_NETLINK;
-        return sendto(fd_.get(), msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
-                      sizeof kernel) == static_cast<ssize_t>(msg.size());
+        return sendto(fd_.get(), msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) ==
+            static_cast<ssize_t>(msg.size());
     }
 
     // Reads replies to the last request until DONE or an ack/error; each

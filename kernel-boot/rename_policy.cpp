@@ -106,9 +106,8 @@ std::optional<unsigned> vf_number(const std::string& pf_dir, const std::string& 
 
 std::optional<Policy> parse_policy(std::string_view s) {
     static constexpr std::pair<std::string_view, Policy> kNames[] = {
-        {"NAME_KERNEL", Policy::Kernel},   {"NAME_PCI", Policy::Pci},
-        {"NAME_GUID", Policy::Guid},       {"NAME_ONBOARD", Policy::Onboard},
-        {"NAME_FALLBACK", Policy::Fallback}, {"NAME_FIXED", Policy::Fixed},
+        {"NAME_KERNEL", Policy::Kernel},   {"NAME_PCI", Policy::Pci},           {"NAME_GUID", Policy::Guid},
+        {"NAME_ONBOARD", Policy::Onboard}, {"NAME_FALLBACK", Policy::Fallback}, {"NAME_FIXED", Policy::Fixed},
     };
     for (const auto& [name, p] : kNames)
         if (s == name)

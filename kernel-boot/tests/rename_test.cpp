@@ -225,9 +225,8 @@ TEST_F(FakeSysfs, OnboardIndexReadLikeScanf) {
     fs::path d = pci_fn("0000:08:00.0");
     attach(d);
     const std::pair<const char*, const char*> cases[] = {
-        {"16383", "ibo16383"}, {"16384", nullptr}, {"-1", nullptr}, {"+5", "ibo5"},
-        {" 7", "ibo7"},        {"5abc", "ibo5"},  {"0x10", "ibo0"}, {"012", "ibo12"},
-        {"", nullptr},         {"99999999999999999999", nullptr},
+        {"16383", "ibo16383"}, {"16384", nullptr}, {"-1", nullptr},  {"+5", "ibo5"}, {" 7", "ibo7"},
+        {"5abc", "ibo5"},      {"0x10", "ibo0"},   {"012", "ibo12"}, {"", nullptr},  {"99999999999999999999", nullptr},
     };
     for (const auto& [text, want] : cases) {
         write(d / "index", text);
