@@ -147,8 +147,10 @@ void read_thresholds() {
             uint64_t stored = 0;
             mad_decode_field(tmp, static_cast<enum MAD_FIELDS>(fld), &stored);
             thresholds[fld] = stored;
+            // each part is cut at 254 bytes, as the reference prints it
             char part[256];
-            snprintf(part, 255, "[%s = %" PRIu64 "]", name, v);
+            if (snprintf(part, 255, "[%s = %" PRIu64 "]", name, v) < 0)
+                continue;
             thresholds_text += part;
         }
     }

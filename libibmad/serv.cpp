@@ -52,8 +52,9 @@ IBMAD_EXPORT int mad_respond_via(void* umad, ib_portid_t* portid, uint32_t rstat
     auto* mad = static_cast<uint8_t*>(umad_get_mad(umad));
     ib_portid_t rport{};
     // the CC class is encoded from an ib_rpc_cc_t: room for its key
+    // (filled through its own type; mad_build_pkt takes it as an ib_rpc_t
+    // and reads the key for CC, as with the reference)
     ib_rpc_cc_t rpc_cc{};
-    ib_rpc_t& rpc = *reinterpret_cast<ib_rpc_t*>(&rpc_cc);
 
     if (!portid) {
         ib_mad_addr_t* addr = umad_get_mad_addr(umad);
@@ -75,25 +76,25 @@ IBMAD_EXPORT int mad_respond_via(void* umad, ib_portid_t* portid, uint32_t rstat
 
     IBMAD_DEBUG("mad_respond_via", "dest %s", portid2str(portid));
 
-    rpc.mgtclass = mad[off::mgmt_class];
-    rpc.method = mad[off::method] & 0x7f;
-    if (rpc.method == IB_MAD_METHOD_SET)
-        rpc.method = IB_MAD_METHOD_GET;
-    if (rpc.method != IB_MAD_METHOD_SEND)
-        rpc.method |= IB_MAD_RESPONSE;
-    rpc.attr.id = get_be16(mad, off::attr_id);
-    rpc.attr.mod = get_be32(mad, off::attr_mod);
-    if (rpc.mgtclass == IB_SA_CLASS)
-        rpc.recsz = get_be16(mad, off::sa_attr_offset);
-    if (mad_is_vendor_range2(rpc.mgtclass))
-        rpc.oui = (uint32_t{mad[off::vendor_oui]} << 16) | (uint32_t{mad[off::vendor_oui + 1]} << 8) |
+    rpc_cc.mgtclass = mad[off::mgmt_class];
+    rpc_cc.method = mad[off::method] & 0x7f;
+    if (rpc_cc.method == IB_MAD_METHOD_SET)
+        rpc_cc.method = IB_MAD_METHOD_GET;
+    if (rpc_cc.method != IB_MAD_METHOD_SEND)
+        rpc_cc.method |= IB_MAD_RESPONSE;
+    rpc_cc.attr.id = get_be16(mad, off::attr_id);
+    rpc_cc.attr.mod = get_be32(mad, off::attr_mod);
+    if (rpc_cc.mgtclass == IB_SA_CLASS)
+        rpc_cc.recsz = get_be16(mad, off::sa_attr_offset);
+    if (mad_is_vendor_range2(rpc_cc.mgtclass))
+        rpc_cc.oui = (uint32_t{mad[off::vendor_oui]} << 16) | (uint32_t{mad[off::vendor_oui + 1]} << 8) |
             mad[off::vendor_oui + 2];
-    rpc.trid = get_be64(mad, off::trid);
-    rpc.rstatus = rstatus;
-    if (rpc.mgtclass == IB_CC_CLASS)
+    rpc_cc.trid = get_be64(mad, off::trid);
+    rpc_cc.rstatus = rstatus;
+    if (rpc_cc.mgtclass == IB_CC_CLASS)
         rpc_cc.cckey = get_be64(mad, off::cc_key);  // answer with its key
 
-    bool smi = rpc.mgtclass == IB_SMI_CLASS || rpc.mgtclass == IB_SMI_DIRECT_CLASS;
+    bool smi = rpc_cc.mgtclass == IB_SMI_CLASS || rpc_cc.mgtclass == IB_SMI_DIRECT_CLASS;
     if (smi)
         portid->qp = 0;
     else if (!portid->qp)
@@ -102,20 +103,20 @@ IBMAD_EXPORT int mad_respond_via(void* umad, ib_portid_t* portid, uint32_t rstat
         portid->qkey = IB_DEFAULT_QP1_QKEY;
 
     IBMAD_DEBUG("mad_respond_via", "qp 0x%x class 0x%x method %d attr 0x%x mod 0x%x datasz %d off %d qkey %x",
-                portid->qp, rpc.mgtclass, rpc.method, rpc.attr.id, rpc.attr.mod, rpc.datasz, rpc.dataoffs,
+                portid->qp, rpc_cc.mgtclass, rpc_cc.method, rpc_cc.attr.id, rpc_cc.attr.mod, rpc_cc.datasz, rpc_cc.dataoffs,
                 portid->qkey);
 
-    if (mad_build_pkt(umad, &rpc, portid, nullptr, nullptr) < 0)
+    if (mad_build_pkt(umad, reinterpret_cast<ib_rpc_t*>(&rpc_cc), portid, nullptr, nullptr) < 0)
         return -1;
 
     if (ibdebug > 1)
         xdump(stderr, "mad respond pkt\n", mad, IB_MAD_SIZE);
 
-    int agent = srcport->class_agents[rpc.mgtclass & 0xff];
+    int agent = srcport->class_agents[rpc_cc.mgtclass & 0xff];
     if (agent < 0)
         errno = EINVAL;
     if (agent < 0 ||
-        umad_send(srcport->port_id, agent, umad, IB_MAD_SIZE, mad_get_timeout(srcport, rpc.timeout), 0) < 0) {
+        umad_send(srcport->port_id, agent, umad, IB_MAD_SIZE, mad_get_timeout(srcport, rpc_cc.timeout), 0) < 0) {
         IBMAD_DEBUG("mad_respond_via", "send failed; %s", std::strerror(errno));
         return -1;
     }

@@ -697,7 +697,7 @@ PYBIND11_MODULE(device, m) {
             "query_gid",
             [](py::handle self, int port_num, int index) {
                 GID g;
-                if (int rc = ibv_query_gid(ctx_of(self).ctx, port_num, index, &g.gid))
+                if (ibv_query_gid(ctx_of(self).ctx, port_num, index, &g.gid))
                     raise_rdma("Failed to query gid " + std::to_string(index) + " of port " + std::to_string(port_num),
                                -1);
                 import_deps({"pyverbs.addr"});
