@@ -103,8 +103,8 @@ IBMAD_EXPORT int mad_respond_via(void* umad, ib_portid_t* portid, uint32_t rstat
         portid->qkey = IB_DEFAULT_QP1_QKEY;
 
     IBMAD_DEBUG("mad_respond_via", "qp 0x%x class 0x%x method %d attr 0x%x mod 0x%x datasz %d off %d qkey %x",
-                portid->qp, rpc_cc.mgtclass, rpc_cc.method, rpc_cc.attr.id, rpc_cc.attr.mod, rpc_cc.datasz, rpc_cc.dataoffs,
-                portid->qkey);
+                portid->qp, rpc_cc.mgtclass, rpc_cc.method, rpc_cc.attr.id, rpc_cc.attr.mod, rpc_cc.datasz,
+                rpc_cc.dataoffs, portid->qkey);
 
     if (mad_build_pkt(umad, reinterpret_cast<ib_rpc_t*>(&rpc_cc), portid, nullptr, nullptr) < 0)
         return -1;
