@@ -236,9 +236,7 @@ int run(int argc, char** argv) {
         say(LOG_ERR, "%s: the kernel knows no such RDMA device", devname.c_str());
         return 1;
     }
-    // The device name comes from netlink and is one path component.
-    if (devname.find('/') != std::string::npos || devname == "." || devname == "..")
-        return 1;
+    // (devname is now a device the kernel named: one sysfs path component.)
     auto name = rdma::rename::wanted_name(*policy, dev, "/sys/class/infiniband/" + devname, fixed);
     if (!name) {
         say(LOG_ERR, "%s: %s gives this device no name", devname.c_str(), policy_name);
